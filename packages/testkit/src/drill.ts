@@ -8,6 +8,7 @@ import {
 } from '@retrysafe/contract';
 import { durationMs, isDuration } from '@retrysafe/contract/rules';
 import { criteriaFor, readCard, skipReason } from './criteria.js';
+import { loopTurns } from './drill-clock.js';
 import { CONCURRENCY, type Drive, type DriveInput, driveScenario } from './drill-drive.js';
 import { createDrillContext, type DrillContext, type Harness, startHarness } from './drill-harness.js';
 import type {
@@ -188,9 +189,6 @@ export async function runScenario(ctx: DrillContext, operation: string, scenario
 
 /** Real time without a new request that ends a run: what a detached layer sends a moment later is counted too. */
 const QUIET_MS = 100;
-/** Turns of the event loop after each quiet period: a request sent as a stalled process wakes needs turns, not time,
- * to reach the proxy and the provider, and one long timer would end the wait with it still on its way. */
-const ARRIVAL_TURNS = 10;
 
 /** Waits until no request has arrived at the proxy for QUIET_MS (at most 20 times that). */
 async function untilQuiet(proxy: FaultProxy): Promise<void> {
@@ -198,7 +196,8 @@ async function untilQuiet(proxy: FaultProxy): Promise<void> {
   for (let turns = 0; seen !== proxy.requests.length && turns < 20; turns += 1) {
     seen = proxy.requests.length;
     await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
-    for (let i = 0; i < ARRIVAL_TURNS; i += 1) await new Promise(setImmediate);
+    // a request sent as a stalled process wakes needs turns, not time, to reach the proxy and the provider
+    await loopTurns();
   }
 }
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../src/index.js';
 
 /** A tiny upstream that counts committed writes (what a provider "holds"). */
@@ -191,6 +191,17 @@ describe('fault proxy', () => {
     expect(r.error).toMatch(/ECONNRESET|socket hang up/);
     expect(up.committed).toHaveLength(1);
     expect(proxy.requests[0]).toMatchObject({ clientGaveUp: false });
+  });
+
+  it('delay: a client that timed out while the process stalled past the hold is still seen giving up', async () => {
+    proxy = await startFaultProxy({ target: up.url, faults: [{ kind: 'delay', ms: 300 }] });
+    const reply = send(proxy.url, 'POST', '/charge', '{"amount":5}', {}, 50);
+    await vi.waitFor(() => expect(proxy.requests[0]?.upstreamStatus).toBe(201), { interval: 1 });
+    // The hold has begun: block the loop past both timers, so they fire together when it wakes.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    expect((await reply).error).toBe('CLIENT_TIMEOUT');
+    await vi.waitFor(() => expect(proxy.requests[0]?.clientGaveUp).toBeDefined());
+    expect(proxy.requests[0]).toMatchObject({ clientGaveUp: true });
   });
 
   it('status: answers by itself with Retry-After and a JSON body, never forwarding', async () => {
