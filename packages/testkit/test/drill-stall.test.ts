@@ -11,7 +11,7 @@ import { tempDir } from './fixtures/temp-dir.js';
 /** changed-intent of a correct adapter on a machine that blocks the process past the client's timeout, as the provider
  * answers, in the first `stalls` runs. */
 async function drillStalling(stalls: number) {
-  const base = sandboxDrill('stall', forgetful, { outDir: tempDir('drill-stall-'), timeoutMs: 150 });
+  const base = sandboxDrill('stall', forgetful, { outDir: tempDir('drill-stall-'), timeoutMs: 400 });
   let armed = false;
   const adapter = (inner: AdapterV1) =>
     wrapAdapter(inner, {
@@ -22,7 +22,7 @@ async function drillStalling(stalls: number) {
       doLookup: (op, ctx) => inner.doLookup(op, ctx),
     });
   const stallOnce = () => {
-    if (armed) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 450);
+    if (armed) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 800);
     armed = false;
   };
   const report = await runDrill({
