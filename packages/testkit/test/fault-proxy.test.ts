@@ -315,6 +315,15 @@ describe('fault proxy', () => {
     await expect(proxy.waitForRequests(2, 50)).rejects.toThrow(/1 of 2 requests within 50 ms/);
   }, 3000);
 
+  it('waitForRequests counts a request that reached it while the process stalled past timeoutMs', async () => {
+    proxy = await startFaultProxy({ target: up.url });
+    const arrived = proxy.waitForRequests(1, 100);
+    const client = request(`${proxy.url}/a`, { method: 'POST' }, (res) => res.resume()).on('error', () => {});
+    // Sent, not yet read by the proxy: the process stalls past the wait's timeout, which then fires first.
+    client.end('{}', () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300));
+    await expect(arrived).resolves.toBeUndefined();
+  });
+
   it('labels requests with the label set when they arrived', async () => {
     proxy = await startFaultProxy({ target: up.url });
     proxy.label = 'execute#1';
