@@ -25,3 +25,8 @@ export function seededRandom(seed: number): () => number {
     return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** Resolves after `n` turns of the event loop, each reading pending I/O: what a stalled process has still to see. */
+export async function loopTurns(n = 10): Promise<void> {
+  for (let i = 0; i < n; i += 1) await new Promise(setImmediate);
+}

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type FaultProxy, startFaultProxy } from '../src/index.js';
 
 /** A tiny upstream that counts committed writes (what a provider "holds"). */
@@ -195,6 +195,20 @@ describe('fault proxy', () => {
     expect(proxy.requests[0]).toMatchObject({ clientGaveUp: false });
   });
 
+  it('delay: a client that timed out while the process stalled past the hold is still seen giving up', async () => {
+    proxy = await startFaultProxy({ target: up.url, faults: [{ kind: 'delay', ms: 300 }] });
+    const client = request(`${proxy.url}/charge`, { method: 'POST' });
+    const reply = new Promise((resolve) => client.on('error', (e) => resolve(e.message)));
+    client.end('{}');
+    while (proxy.requests[0]?.upstreamStatus === undefined) await new Promise(setImmediate);
+    // The hold has begun: the client's timeout comes due, and the process stalls past it and the hold alike.
+    setTimeout(() => client.destroy(new Error('client timeout')), 10);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    expect(await reply).toBe('client timeout');
+    await vi.waitFor(() => expect(proxy.requests[0]?.clientGaveUp).toBeDefined(), { timeout: 10_000 });
+    expect(proxy.requests[0]).toMatchObject({ clientGaveUp: true });
+  });
+
   it('status: answers by itself with Retry-After and a JSON body, never forwarding', async () => {
     proxy = await startFaultProxy({
       target: up.url,
@@ -302,6 +316,15 @@ describe('fault proxy', () => {
     await arrived;
     await expect(proxy.waitForRequests(2, 50)).rejects.toThrow(/1 of 2 requests within 50 ms/);
   }, 3000);
+
+  it('waitForRequests counts a request that reached it while the process stalled past timeoutMs', async () => {
+    proxy = await startFaultProxy({ target: up.url });
+    const arrived = proxy.waitForRequests(1, 100);
+    const client = request(`${proxy.url}/a`, { method: 'POST' }, (res) => res.resume()).on('error', () => {});
+    // Sent, not yet read by the proxy: the process stalls past the wait's timeout, which then fires first.
+    client.end('{}', () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300));
+    await expect(arrived).resolves.toBeUndefined();
+  });
 
   it('labels requests with the label set when they arrived', async () => {
     proxy = await startFaultProxy({ target: up.url });
