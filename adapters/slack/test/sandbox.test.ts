@@ -74,3 +74,9 @@ it("the drill's sandbox keeps conversations.history to Slack's non-Marketplace l
   clock.advance(60_000);
   expect((await history()).status).toBe(200);
 });
+
+it("a message's ts is Slack's one spelling (ten digits) whatever the sandbox clock's start", async () => {
+  const client = await posted({ now: () => 1_000 });
+  const [message] = (await client.conversations.history({ channel: CHANNEL })).messages ?? [];
+  expect(message?.ts).toBe('0000000001.000000');
+});

@@ -147,11 +147,12 @@ const rateLimited = (retryAfterS: number): Reply => ({
   body: { ok: false, error: 'ratelimited' },
 });
 
-/** A unique, increasing message timestamp from the sandbox clock (Slack's `ts` is the message id). */
+/** A unique, increasing message timestamp from the sandbox clock (Slack's `ts` is the message id), in Slack's one
+ * spelling (ten digits, six decimals) even on a clock started near 0, as chat.update takes no other. */
 function nextTs(state: State): string {
   const micros = Math.max(state.clock.now() * 1000, state.lastTs + 1);
   state.lastTs = micros;
-  return (micros / 1_000_000).toFixed(6);
+  return (micros / 1_000_000).toFixed(6).padStart(17, '0');
 }
 
 function contentProblem(args: Args): string | null {
