@@ -177,3 +177,15 @@ describe('crash drill: a sandbox that cannot count one run', () => {
     expect(closed).toBe(true);
   });
 });
+
+// The crash drill on the embedded ledger (node:sqlite), with more runs than the quick cases above.
+describe('crash drill on the SQLite ledger', () => {
+  it('40 seeded runs, 0 duplicates, 0 lost', { timeout: 120_000 }, async () => {
+    const report = await runCrashDrill(options(40, 11, { perProcess: 10, batchSize: 20 }));
+    expect(report.problems).toEqual([]);
+    expect(report.duplicates).toBe(0);
+    expect(report.lost).toBe(0);
+    expect(report.providerRecords).toBe(40);
+    expect(report.killed).toBeGreaterThan(0);
+  });
+});
