@@ -14,6 +14,13 @@ const withNumber = {
   unique: [...contacts!.unique, 'customer_number'],
 };
 
+/** A sandbox holding one contact, Ada, and a runner on a fresh ledger. */
+async function withAda() {
+  const s = await sb();
+  const c = s.seed('contacts', { email: 'ada@example.test' });
+  return { s, c, runner: createRunner({ ledger: createMemoryLedger() }), a: adapter(s.url) };
+}
+
 describe('contacts.update: the contact idProperty names is part of the intent', () => {
   it('the same value by record id and by a unique property updates both contacts', async () => {
     const s = await sb({ objectTypes: [withNumber, ...others] });
@@ -33,10 +40,7 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
   });
 
   it('left out (or undefined) it is the id it always was: a repeat is the same operation, not a second PATCH', async () => {
-    const s = await sb();
-    const c = s.seed('contacts', { email: 'ada@example.test' });
-    const runner = createRunner({ ledger: createMemoryLedger() });
-    const a = adapter(s.url);
+    const { s, c, runner, a } = await withAda();
     const params = { contactId: c.id, properties: { lifecyclestage: 'customer' } };
     const first = await runner.run(a, 'contacts.update', { params });
     expect(first.businessOperationId).toBe(businessOperationId('hubspot.contacts.update', { contactId: c.id }));
@@ -46,10 +50,7 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
   });
 
   it('a contact by email (or hs_object_id) is read as its record id: one operation, and an email of no contact is refused unsent', async () => {
-    const s = await sb();
-    const c = s.seed('contacts', { email: 'ada@example.test' });
-    const runner = createRunner({ ledger: createMemoryLedger() });
-    const a = adapter(s.url);
+    const { s, c, runner, a } = await withAda();
     const set = (by: { contactId: string; idProperty?: string }) =>
       runner.run(a, 'contacts.update', { params: { ...by, properties: { jobtitle: 'A' } } });
     const byId = await set({ contactId: c.id });
@@ -63,10 +64,7 @@ describe('contacts.update: the contact idProperty names is part of the intent', 
   });
 
   it('by record id only as HubSpot writes one (digits, no leading zero): another spelling of contact 101 would be a second operation on it, refused unsent', async () => {
-    const s = await sb();
-    const c = s.seed('contacts', { email: 'ada@example.test' });
-    const runner = createRunner({ ledger: createMemoryLedger() });
-    const a = adapter(s.url);
+    const { s, c, runner, a } = await withAda();
     for (const by of [{}, { idProperty: 'hs_object_id' }])
       for (const contactId of [`0${c.id}`, ` ${c.id}`, `${c.id} `, `+${c.id}`]) {
         const params = { contactId, ...by, properties: { jobtitle: 'A' } };
