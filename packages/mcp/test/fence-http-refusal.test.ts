@@ -4,6 +4,7 @@
 // runner's cap on it.
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { asBusinessOperationId } from '@retrysafe/contract';
 import { createMemoryLedger, createRunner } from '@retrysafe/core';
 import { describe, expect, it } from 'vitest';
@@ -132,5 +133,48 @@ describe("the official SDK server's refusal of a call before its tool runs (answ
     expect(archived._meta?.retrysafe?.status).toBe('needs-human');
     expect(sent).toEqual(['a@b.example']);
     expect((await ledger.list({})).map((r) => r.lastOutcome)).toEqual(['succeeded', 'rejected']);
+  });
+
+  it("a tool's own invalid params after its effect: unknown, never sent again; the SDK's element-count refusal: rejected", async () => {
+    const sent: string[] = [];
+    const make = () => {
+      const server = new McpServer({ name: 'orders', version: '1.0.0' }, { maxToolInputElements: 3 });
+      // The SDK answers whatever a handler throws as a tool error with its message: these ran first.
+      const ranThenThrew = (name: string, message: string) =>
+        server.registerTool(name, { inputSchema: { order: z.string() } }, async ({ order }) => {
+          sent.push(`${name} ${order}`);
+          throw new McpError(ErrorCode.InvalidParams, message);
+        });
+      ranThenThrew('refund_order', 'Tool refund_order: order 42 not found');
+      ranThenThrew('close_order', 'Input validation error: order 42 is closed');
+      server.registerTool('tag_order', { inputSchema: { order: z.string(), tags: z.array(z.string()) } }, async () => {
+        sent.push('tagged');
+        return { content: [] };
+      });
+      return server;
+    };
+    const { client, ledger } = await hostOfFence(
+      { url: await httpUpstream(make) },
+      {
+        name: 'orders',
+        tools: {
+          refund_order: { kind: 'create', intent: ['order'] },
+          close_order: { kind: 'create', intent: ['order'] },
+          tag_order: { kind: 'create', intent: ['order'] },
+        },
+      },
+    );
+    const call = (name: string, args: Record<string, unknown>) =>
+      client.callTool({ name, arguments: args }) as Promise<Answer>;
+    for (const name of ['refund_order', 'close_order', 'refund_order', 'close_order'])
+      expect((await call(name, { order: '42' }))._meta?.retrysafe?.status).toBe('needs-human');
+    expect(sent).toEqual(['refund_order 42', 'close_order 42']);
+    expect((await ledger.list({})).map((r) => r.lastOutcome)).toEqual(['unknown', 'unknown']);
+    expect((await call('tag_order', { order: '42', tags: ['a', 'b', 'c'] }))._meta?.retrysafe?.status).toBe(
+      'needs-human',
+    );
+    expect((await call('tag_order', { order: '42', tags: ['a'] }))._meta?.retrysafe?.status).toBe('done');
+    expect(sent).toEqual(['refund_order 42', 'close_order 42', 'tagged']);
+    expect((await ledger.list({})).map((r) => r.lastOutcome).sort()).toEqual(['succeeded', 'unknown', 'unknown']);
   });
 });

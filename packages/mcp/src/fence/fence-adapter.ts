@@ -152,12 +152,19 @@ function keyAnswer(t: FenceToolConfig, text: string, message = text): Outcome | 
 /** The official SDK's McpServer answers this once the tool's handler has run (its answer did not fit its own output
  * schema): as a tool error, or thrown as invalid params by older versions. */
 const RAN_THEN_REFUSED = /^(MCP error -32602: )?Output validation error:/;
-/** Its answers, as tool errors, that it refused the call before the tool's handler ran: arguments its own check refused,
- * a tool it no longer has or disabled. The invalid params an older version threw. */
-const REFUSED_UNRUN = /^MCP error -32602: (Input validation error: |Tool .+ (not found|disabled)$)/;
+/** Its answers, as tool errors, that it refused a call of tool `name` before the handler ran: a tool it no longer has or
+ * disabled, arguments over its element limit or refused by its own check. Only its exact words: it answers whatever
+ * a handler throws (after its effect, maybe) the same way. */
+function refusedUnrun(name: string, text: string): boolean {
+  const tool = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const args = `Invalid arguments for tool ${tool}: `;
+  return new RegExp(
+    `^MCP error -32602: (Tool ${tool} (not found|disabled)$|${args}arguments contain more than the maximum of \\d+ elements$|Input validation error: ${args})`,
+  ).test(text);
+}
 
 /** A tool error is rejected or unknown as the fence file says; never throws. */
-function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
+function classifyToolAnswer(t: FenceToolConfig, name: string, answer: unknown): Outcome {
   const a = (answer ?? {}) as ToolAnswer;
   if (a.isError) {
     const text = clip(
@@ -169,7 +176,7 @@ function classifyToolAnswer(t: FenceToolConfig, answer: unknown): Outcome {
     const keyTaken = keyAnswer(t, text, `tool error: ${text}`);
     if (keyTaken) return keyTaken;
     if (RAN_THEN_REFUSED.test(text)) return unknownOutcome('server-error', `tool error after the tool ran: ${text}`);
-    if (REFUSED_UNRUN.test(text))
+    if (refusedUnrun(name, text))
       return MCP_ERRORS[ErrorCode.InvalidParams]!(`tool error before the tool ran: ${text}`);
     if (matches(t.rejectWhen, text) || t.toolErrors === 'rejected')
       return { kind: 'rejected', reason: 'validation', message: `tool error: ${text}` };
@@ -392,7 +399,7 @@ function adapterOf(config: FenceConfig, client: UpstreamClient, operations: Reco
       const call = fencedCall.getStore();
       let outcome: Outcome;
       try {
-        outcome = classifyToolAnswer(t, await send(name, withKey(t, params ?? {}, ctx.providerKey), ctx.signal));
+        outcome = classifyToolAnswer(t, name, await send(name, withKey(t, params ?? {}, ctx.providerKey), ctx.signal));
       } catch (error) {
         outcome = classifyToolError(error, t);
         if (outcome.code === 'url-elicitation-required' && call) call.urlRequired = error;

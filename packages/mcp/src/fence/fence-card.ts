@@ -121,7 +121,7 @@ export function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName:
   const rejecting = t.toolErrors === 'rejected' ? 'toolErrors' : t.rejectWhen?.length ? 'rejectWhen' : null;
   const toolErrors = rejecting
     ? `${declared(rejecting)}: these tool errors mean not applied`
-    : "a tool error (isError) is never a rejection here (looked up instead), but for the MCP SDK's -32602";
+    : "a tool error (isError) is never a rejection here (looked up instead), but for the MCP SDK's own refusals before the tool runs (their exact texts under nonRetryableErrors)";
   const keyFields = keyFacts(toolName, t, facts);
   const lookup = lookupFacts(toolName, t.lookup, facts);
   return defineCard({
@@ -163,7 +163,8 @@ export function toolCard(config: Pick<FenceConfig, 'name' | 'policy'>, toolName:
     ),
     nonRetryableErrors: fact(
       [
-        'invalid params (-32602; the MCP SDK answers its own as a tool error before the tool runs)',
+        'invalid params (-32602)',
+        `the MCP SDK's refusals before the tool runs, answered as a tool error in exactly these words: "MCP error -32602: Tool ${toolName} not found", "… Tool ${toolName} disabled", "… Invalid arguments for tool ${toolName}: arguments contain more than the maximum of <n> elements", "… Input validation error: Invalid arguments for tool ${toolName}: <why>"`,
         'unknown tool (-32601)',
         ...(t.toolErrors === 'rejected' ? ['a tool error result'] : []),
         ...(t.rejectWhen ?? []).map((r) => `a tool error matching /${r}/`),
