@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { suggest } from '@retrysafe/core/suggest';
 import {
   type CliCommand,
@@ -25,6 +26,8 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
   process.exitCode = 2;
 } else if (first === 'help' || ours.includes('--help') || ours.includes('-h')) {
   process.stdout.write(`${helpText([SERVE_COMMAND, WRAP_COMMAND, PROBE_COMMAND])}\n`);
+} else if (ours.includes('--version') || ours.includes('-V')) {
+  process.stdout.write(`${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version}\n`);
 } else {
   const name = first === 'wrap' || first === 'probe' ? first : 'serve';
   // A host or terminal that is gone (EPIPE, EIO) must not crash the process mid-stop through an unhandled 'error': the

@@ -32,6 +32,15 @@ describe('retrysafe-mcp command line', () => {
     expect(listed.filter((s) => !r.stdout.includes(s))).toEqual([]);
   });
 
+  it('--version and -V print the package version and exit 0, as the retrysafe CLI does; the help names them', () => {
+    const { version } = JSON.parse(readFileSync(join(dirname(bin), '../package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = run(flag);
+      expect([r.status, r.stdout, r.stderr], flag).toEqual([0, `${version}\n`, '']);
+    }
+    expect(run('--help').stdout).toContain('retrysafe-mcp --version');
+  });
+
   it("wrap --help and probe --help (or -h, anywhere before --) print the help and exit 0; after -- it is the server's", () => {
     for (const argv of [
       ['wrap', '--help'],
