@@ -112,6 +112,31 @@ describe('retrysafe: exit codes and usage errors', () => {
     },
   );
 
+  it.each([
+    ['no drill setup', 'export const drills = [];\n', /--module .*empty\.mjs exports no drill setup/],
+    [
+      'an adapter without operations',
+      "export const drills = [{ name: 'bare', createAdapter: async () => ({}), startSandbox: async () => ({}), operations: {} }];\n",
+      /no cards in .*empty\.mjs: its adapters declare no operation/,
+    ],
+    [
+      'an adapter with no operation',
+      "export const drills = [{ name: 'bare', createAdapter: async () => ({ operations: {} }), startSandbox: async () => ({}), operations: {} }];\n",
+      /no cards in .*empty\.mjs: its adapters declare no operation/,
+    ],
+  ])(
+    'cards --module with nothing to list (%s) is refused as drill refuses it: exit 2, never an empty list',
+    async (_, text, said) => {
+      const file = join(tempDir('no-cards'), 'empty.mjs');
+      writeFileSync(file, text);
+      for (const argv of [['cards'], ['cards', '--json'], ['cards', '--check'], ['drill']]) {
+        const r = await cli([...argv, '--module', file]);
+        expect([r.code, r.stdout], argv.join(' ')).toEqual([2, argv.includes('--json') ? expect.any(String) : '']);
+        if (argv[0] === 'cards') expect(r.stderr + r.stdout, argv.join(' ')).toMatch(said);
+      }
+    },
+  );
+
   it('a reader that closes the pipe early (| head) ends the output, not in a stack trace', async () => {
     const run = startCli(['cards']);
     run.child.stdout!.once('data', () => run.child.stdout!.destroy());

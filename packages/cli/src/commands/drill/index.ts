@@ -88,11 +88,7 @@ export async function drillCommand(
   const problems = entries.filter((e) => e.missing).map((e) => `${e.name}: ${e.missing}`);
   // Nothing to drill in one adapter is bad input even beside others: skipped, it would leave their green alone.
   const idle = entries.flatMap((e) =>
-    e.missing
-      ? []
-      : e.drills.length === 0
-        ? [e.from]
-        : e.drills.filter((d) => !Object.keys(d.operations).length).map((d) => `${e.from} (drill setup '${d.name}')`),
+    e.drills.filter((d) => !Object.keys(d.operations).length).map((d) => `${e.from} (drill setup '${d.name}')`),
   );
   if (idle.length > 0)
     throw new UsageError(`nothing to drill in ${idle.join(', ')}: every drill setup needs an operation`);
