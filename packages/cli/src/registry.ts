@@ -30,7 +30,9 @@ function entryFrom(name: string, from: string, mod: Record<string, unknown>) {
     ? `${from} does not export \`drills\` (the drill setups its conformance test runs)`
     : bad >= 0
       ? `${from} drills[${bad}] is not a drill setup { name, createAdapter, startSandbox, operations }`
-      : null;
+      : drills.length === 0
+        ? `${from} exports no drill setup (\`drills\` is empty): nothing to drill, no cards to list`
+        : null;
   return { name, from, drills: missing ? [] : (drills as ConformanceOptions[]), missing };
 }
 
@@ -110,6 +112,7 @@ async function configEntries(file: string): Promise<AdapterEntry[]> {
     try {
       const operations = declaration.operations as unknown as Record<string, HttpOperationDeclaration>;
       const drills = drillsForDeclaration({ ...declaration, name, operations });
+      if (drills.length === 0) throw new Error('declares no operation: nothing to drill, no cards to list');
       // Build each once now, so a declaration the adapter refuses is a usage error before anything runs.
       for (const d of drills) await drillCards(d);
       out.push({ name, from: `${file} (adapters.${name})`, drills, missing: null });
@@ -130,7 +133,7 @@ const cardsRead = new WeakMap<ConformanceOptions, Promise<RetrySafetyCard[]>>();
 function drillCards(drill: ConformanceOptions): Promise<RetrySafetyCard[]> {
   const read = async () => {
     const adapter = await drill.createAdapter({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000 });
-    const cards = Object.values(adapter.operations).map((spec) => spec.card);
+    const cards = Object.values(adapter.operations ?? {}).map((spec) => spec.card);
     await adapter.close?.();
     return cards;
   };

@@ -141,4 +141,13 @@ describe('cards --config', () => {
     await expect(refused).rejects.toThrow(/no adapter of type http/);
     await expect(refused).rejects.not.toThrow(/drill/);
   });
+
+  it('a `type: http` adapter that declares no operation is refused for cards and drill alike, by its place', async () => {
+    const config = join(tempDir('cards-no-ops'), 'retrysafe.json');
+    const acme = { type: 'http', baseUrl: 'http://127.0.0.1:9', timeoutMs: 1000, operations: {} };
+    writeFileSync(config, JSON.stringify({ adapters: { acme } }));
+    await expect(loadAdapters(undefined, [], config)).rejects.toThrow(
+      `--config ${config}: adapters.acme: declares no operation: nothing to drill, no cards to list`,
+    );
+  });
 });

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -111,6 +112,50 @@ describe('retrysafe: exit codes and usage errors', () => {
       }
     },
   );
+
+  it.each([
+    ['no drill setup', 'export const drills = [];\n', /--module .*empty\.mjs exports no drill setup/],
+    [
+      'an adapter without operations',
+      "export const drills = [{ name: 'bare', createAdapter: async () => ({}), startSandbox: async () => ({}), operations: {} }];\n",
+      /no cards in .*empty\.mjs: its adapters declare no operation/,
+    ],
+    [
+      'an adapter with no operation',
+      "export const drills = [{ name: 'bare', createAdapter: async () => ({ operations: {} }), startSandbox: async () => ({}), operations: {} }];\n",
+      /no cards in .*empty\.mjs: its adapters declare no operation/,
+    ],
+  ])(
+    'cards --module with nothing to list (%s) is refused as drill refuses it: exit 2, never an empty list',
+    async (_, text, said) => {
+      const file = join(tempDir('no-cards'), 'empty.mjs');
+      writeFileSync(file, text);
+      for (const argv of [['cards'], ['cards', '--json'], ['cards', '--check'], ['drill']]) {
+        const r = await cli([...argv, '--module', file]);
+        expect([r.code, r.stdout], argv.join(' ')).toEqual([2, argv.includes('--json') ? expect.any(String) : '']);
+        if (argv[0] === 'cards') expect(r.stderr + r.stdout, argv.join(' ')).toMatch(said);
+      }
+    },
+  );
+
+  it('under the engines floor (Node 22.12: no node:sqlite without a flag) every command is refused at start, once', () => {
+    const bin = join(import.meta.dirname, '../dist/bin.js');
+    const as2212 = `Object.defineProperty(process.versions, 'node', { value: '22.12.0' }); await import(${JSON.stringify(bin)});`;
+    for (const argv of [
+      ['cards', '--adapter', 'sandbox'],
+      ['ledger', 'ls', '--db', 'none.db'],
+    ]) {
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', as2212, 'bin', ...argv], {
+        encoding: 'utf8',
+        cwd: tempDir('old-node'),
+      });
+      expect([r.status, r.stdout, r.stderr], argv.join(' ')).toEqual([
+        2,
+        '',
+        `retrysafe needs Node 22.13 or later (its embedded ledger is node:sqlite, without a flag from 22.13); this is Node 22.12.0\n`,
+      ]);
+    }
+  });
 
   it('a reader that closes the pipe early (| head) ends the output, not in a stack trace', async () => {
     const run = startCli(['cards']);

@@ -12,6 +12,7 @@ import type {
 import { unstorable } from '@retrysafe/contract/ledger';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
+import { namingPath } from './files.js';
 import {
   type CorrectionRule,
   correctionCheck,
@@ -193,7 +194,9 @@ export function jsonlHandoffSink(path: string): HandoffSink {
   return {
     async send(packet) {
       await mkdir(dirname(path), { recursive: true });
-      await appendFile(path, JSON.stringify(packet) + '\n', 'utf8');
+      await appendFile(path, JSON.stringify(packet) + '\n', 'utf8').catch((e) => {
+        throw namingPath(e, path);
+      });
     },
   };
 }

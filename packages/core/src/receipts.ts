@@ -10,6 +10,7 @@ import {
   type Receipt,
   sha256Hex,
 } from '@retrysafe/contract';
+import { namingPath } from './files.js';
 
 export type UnsealedReceipt = Omit<Receipt, 'hash'>;
 
@@ -198,7 +199,11 @@ export async function exportReceiptsJsonl(ledger: Ledger, options: ExportReceipt
       if (onUnreadable === undefined || !LedgerError.isInstance(err)) throw err;
       onUnreadable(id, err);
     }
-  if (options.path) await writeFile(options.path, text, 'utf8');
+  const { path } = options;
+  if (path)
+    await writeFile(path, text, 'utf8').catch((e) => {
+      throw namingPath(e, path);
+    });
   return text;
 }
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import { enableCompileCache } from 'node:module';
 import { suggest } from '@retrysafe/core/suggest';
 import {
@@ -11,6 +12,17 @@ import {
   UsageError,
   WRAP_COMMAND,
 } from './cli-options.js';
+
+// The floor of `engines`, as the retrysafe CLI says it (node:sqlite, the embedded ledger, needs no flag from there on).
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+const floor: string = pkg.engines.node.slice(2);
+const level = (v: string) => v.split('.').reduce((n, part, i) => (i < 2 ? n * 1000 + Number(part) : n), 0);
+if (level(process.versions.node) < level(floor)) {
+  process.stderr.write(
+    `retrysafe-mcp needs Node ${floor} or later (its embedded ledger is node:sqlite, without a flag from ${floor}); this is Node ${process.versions.node}\n`,
+  );
+  process.exit(2);
+}
 
 // Node keeps the compiled modules between runs (in the OS temp dir; NODE_DISABLE_COMPILE_CACHE=1 turns it off), as the
 // retrysafe CLI does: enabled before the commands' modules load, so every start after the first is faster.
@@ -29,6 +41,8 @@ if (first !== undefined && !first.startsWith('-') && !COMMANDS.includes(first)) 
   process.exitCode = 2;
 } else if (first === 'help' || ours.includes('--help') || ours.includes('-h')) {
   process.stdout.write(`${helpText([SERVE_COMMAND, WRAP_COMMAND, PROBE_COMMAND])}\n`);
+} else if (ours.includes('--version') || ours.includes('-V')) {
+  process.stdout.write(`${pkg.version}\n`);
 } else {
   const name = first === 'wrap' || first === 'probe' ? first : 'serve';
   // A host or terminal that is gone (EPIPE, EIO) must not crash the process mid-stop through an unhandled 'error': the

@@ -174,6 +174,8 @@ export function helpText(commands: readonly CliCommand[]): string {
   lines.push(
     '  retrysafe-mcp --help',
     '      This text.',
+    '  retrysafe-mcp --version',
+    '      The version of retrysafe-mcp (-V too).',
     '',
     'Exit codes: 0 ok, or stopped by a signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT; a second one ends it by that signal); 1 any other failure (probe: duplicates); 2 bad usage or config, an upstream server that cannot be started, or a probe that could not run or was stopped; 3 probe saw no effect.',
   );

@@ -15,14 +15,16 @@ export async function runProbe(argv: readonly string[], out = toStdout) {
   if (tool === undefined || countTool === undefined || countPath === undefined)
     throw new UsageError('name the tools: --tool, --count-tool and --count-path');
   // A receipt that cannot be written is found before any call is fired: the calls have effects.
-  if (o.receipt !== undefined) {
+  const writeReceipt = (text: string, flag = 'w') => {
+    if (o.receipt === undefined) return;
     try {
-      writeFileSync(o.receipt, '', { flag: 'a' });
+      writeFileSync(o.receipt, text, { flag });
     } catch (e) {
       const why = (e as Error).message.replace(/^(E[A-Z]+): ([^,]+),.*$/s, '$2 ($1)');
       throw new UsageError(`--receipt ${o.receipt}: cannot write it: ${why}`);
     }
-  }
+  };
+  writeReceipt('', 'a');
   return stoppable(async (stop, onKill) => {
     let upstream: Upstream | undefined;
     try {
@@ -33,7 +35,7 @@ export async function runProbe(argv: readonly string[], out = toStdout) {
       });
       const probing = probeTool({ ...o, tool, countTool, countPath, client: upstream, signal: stop });
       const receipt = await Promise.race([probing, aborted(stop)]);
-      if (o.receipt !== undefined) writeFileSync(o.receipt, JSON.stringify(receipt, null, 2) + '\n');
+      writeReceipt(JSON.stringify(receipt, null, 2) + '\n');
       out(receipt.summary);
       out(
         `calls: ${receipt.calls.map((c) => `${c.phase}=${c.answer}`).join(' ')}; effects counted by ${countTool}: ${receipt.before} → ${receipt.after}`,

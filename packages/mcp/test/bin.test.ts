@@ -32,6 +32,27 @@ describe('retrysafe-mcp command line', () => {
     expect(listed.filter((s) => !r.stdout.includes(s))).toEqual([]);
   });
 
+  it('--version and -V print the package version and exit 0, as the retrysafe CLI does; the help names them', () => {
+    const { version } = JSON.parse(readFileSync(join(dirname(bin), '../package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = run(flag);
+      expect([r.status, r.stdout, r.stderr], flag).toEqual([0, `${version}\n`, '']);
+    }
+    expect(run('--help').stdout).toContain('retrysafe-mcp --version');
+  });
+
+  it('under the engines floor (Node 22.12) it is refused at start as the retrysafe CLI is', () => {
+    const as2212 = `Object.defineProperty(process.versions, 'node', { value: '22.12.0' }); await import(${JSON.stringify(bin)});`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', as2212, 'bin', '--config', 'x.yaml'], {
+      encoding: 'utf8',
+    });
+    expect([r.status, r.stdout, r.stderr]).toEqual([
+      2,
+      '',
+      'retrysafe-mcp needs Node 22.13 or later (its embedded ledger is node:sqlite, without a flag from 22.13); this is Node 22.12.0\n',
+    ]);
+  });
+
   it("wrap --help and probe --help (or -h, anywhere before --) print the help and exit 0; after -- it is the server's", () => {
     for (const argv of [
       ['wrap', '--help'],

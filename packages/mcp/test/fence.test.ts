@@ -452,6 +452,24 @@ describe('retrysafe probe', () => {
     expect(r.receipt.effects).toBe(1);
     expect(r.code).toBe(0);
   });
+
+  it.runIf(process.platform === 'linux')(
+    'a receipt that cannot be written once the calls ran (a full disk) is named',
+    async () => {
+      const args = [
+        '--tool',
+        'create_order',
+        '--args',
+        JSON.stringify({ customer: 'cus_f', ref: 'PO-full', sku: 's' }),
+      ];
+      const count = ['--count-tool', 'list_orders', '--count-path', 'orders', '--settle-ms', '0'];
+      const probing = runProbe(
+        [...args, ...count, '--receipt', '/dev/full', '--', process.execPath, ordersServer],
+        () => {},
+      );
+      await expect(probing).rejects.toThrow('--receipt /dev/full: cannot write it: no space left on device (ENOSPC)');
+    },
+  );
 });
 
 describe('shared state: two fence processes on one PostgreSQL ledger behind one upstream', () => {

@@ -11,6 +11,7 @@ import {
 import { checkPruneOptions } from '@retrysafe/contract/ledger';
 import { durationMs, formatDuration, marginProblem, retentionFloor } from '@retrysafe/contract/rules';
 import { RunnerConfigurationError } from '../errors/runner-configuration-error.js';
+import { namingPath } from '../files.js';
 import { receiptLines } from '../receipts.js';
 import type { PolicyOverrides } from '../retry-policy.js';
 
@@ -111,7 +112,11 @@ export async function pruneLedger(ledger: Ledger, options: PruneLedgerOptions) {
   let exported = 0;
   const onPrune = exportPath
     ? async (record: OperationRecord, receipts: readonly Receipt[]) => {
-        appendFileSync(exportPath, receiptLines(record.businessOperationId, receipts, record), 'utf8');
+        try {
+          appendFileSync(exportPath, receiptLines(record.businessOperationId, receipts, record), 'utf8');
+        } catch (e) {
+          throw namingPath(e, exportPath);
+        }
         exported++;
       }
     : undefined;

@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { validateCard } from '@retrysafe/contract';
 import { renderCard } from '@retrysafe/contract/render';
 import { defineCommand, EXIT, type Options, type Parsed } from '../../command.js';
 import { UsageError } from '../../errors.js';
+import { writeText } from '../../files.js';
 import { paint } from '../../output.js';
 import { ADAPTER_OPTIONS, cardsOf, loadAdapters, type NamedCard } from '../../registry.js';
 
@@ -71,7 +72,11 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
   const cards: NamedCard[] = [];
   for (const e of entries) {
     if (e.missing) problems.push({ file: e.name, problem: `no cards: ${e.missing}` });
-    cards.push(...(await cardsOf(e)).sort((a, b) => a.name.localeCompare(b.name)));
+    const own = await cardsOf(e);
+    // As drill refuses a setup with no operation: an empty list would look like success.
+    if (!e.missing && own.length === 0)
+      throw new UsageError(`no cards in ${e.from}: its adapters declare no operation`);
+    cards.push(...own.sort((a, b) => a.name.localeCompare(b.name)));
   }
   const dir = resolve(opts.dir ?? 'docs/cards');
   const invalid = new Set<string>();
@@ -91,7 +96,7 @@ export async function cardsCommand(opts: Partial<Parsed<typeof CARDS_OPTIONS>>) 
   // an invalid card is reported, never published
   const written = opts.write ? stale.filter((f) => !invalid.has(f)) : [];
   if (opts.write) mkdirSync(dir, { recursive: true });
-  for (const file of written) writeFileSync(join(dir, file), expected.get(file)!);
+  for (const file of written) writeText(join(dir, file), expected.get(file)!);
   if (opts.check) {
     if (!existsSync(dir))
       problems.push({ file: dir, problem: 'the cards folder does not exist: run `retrysafe cards --write`' });

@@ -1,8 +1,9 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ScenarioResult } from '@retrysafe/testkit';
 import { defineCommand, type Options, type Parsed } from '../../command.js';
 import { InterruptedError, pickKnown, UsageError, wanted } from '../../errors.js';
+import { writeText } from '../../files.js';
 import { createProgress, humanMs, paint, pick, useColor } from '../../output.js';
 import { ADAPTER_OPTIONS, type AdapterEntry, loadAdapters } from '../../registry.js';
 import { renderHtmlReport } from '../../report/html.js';
@@ -88,11 +89,7 @@ export async function drillCommand(
   const problems = entries.filter((e) => e.missing).map((e) => `${e.name}: ${e.missing}`);
   // Nothing to drill in one adapter is bad input even beside others: skipped, it would leave their green alone.
   const idle = entries.flatMap((e) =>
-    e.missing
-      ? []
-      : e.drills.length === 0
-        ? [e.from]
-        : e.drills.filter((d) => !Object.keys(d.operations).length).map((d) => `${e.from} (drill setup '${d.name}')`),
+    e.drills.filter((d) => !Object.keys(d.operations).length).map((d) => `${e.from} (drill setup '${d.name}')`),
   );
   if (idle.length > 0)
     throw new UsageError(`nothing to drill in ${idle.join(', ')}: every drill setup needs an operation`);
@@ -156,7 +153,7 @@ export async function drillCommand(
     missing: e.missing,
   }));
   const html = join(outDir, 'report.html');
-  writeFileSync(
+  writeText(
     html,
     renderHtmlReport({ generatedAt: new Date().toISOString(), seed, durationMs, totals, problems, results }),
   );
@@ -172,8 +169,8 @@ export async function drillCommand(
     problems, // outside any one scenario (an adapter without drill setups)
     rows,
   };
-  writeFileSync(join(outDir, 'drill.json'), JSON.stringify(report, null, 2) + '\n');
-  writeFileSync(join(outDir, 'junit.xml'), drillJunit(report));
+  writeText(join(outDir, 'drill.json'), JSON.stringify(report, null, 2) + '\n');
+  writeText(join(outDir, 'junit.xml'), drillJunit(report));
   return report;
 }
 

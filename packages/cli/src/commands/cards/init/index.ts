@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
@@ -13,7 +13,7 @@ import { cardFieldLabel } from '@retrysafe/contract/render';
 import { DEFAULT_CLOCK_SKEW_MARGIN } from '@retrysafe/contract/rules';
 import { defineCommand, EXIT, type Options, type Parsed } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
-import { readObjectFile } from '../../../files.js';
+import { readObjectFile, writeText } from '../../../files.js';
 import { refusals } from '../refusals.js';
 
 export const CARDS_INIT_OPTIONS = {
@@ -238,7 +238,7 @@ export async function cardsInit(
   const text = yaml
     ? `# yaml-language-server: $schema=${schemaPath}\n${(await import('yaml')).stringify(done, { lineWidth: 0 })}`
     : `${JSON.stringify({ $schema: schemaPath, ...done }, null, 2)}\n`;
-  if (opts.out) writeFileSync(opts.out, text);
+  if (opts.out) writeText(opts.out, text);
   // unknowns: each listed in unverified[]; defaulted: plain fields that took retrysafe's default; text: the card as written
   return { card: done, unknowns, defaulted, refusals: refusals(done), text, written: opts.out ?? null };
 }

@@ -1,8 +1,8 @@
 import { closeSync, openSync, readSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import { exportReceiptsJsonl } from '@retrysafe/core';
 import { defineCommand, EXIT } from '../../../command.js';
 import { UsageError } from '../../../errors.js';
+import { writeText } from '../../../files.js';
 import { plural } from '../../../output.js';
 import {
   refuseIdleConfig,
@@ -39,7 +39,7 @@ export const ledgerExportCommand = defineCommand({
     });
     const ok = unreadable.length === 0;
     if (o.out) {
-      await writeFile(o.out, text, 'utf8');
+      writeText(o.out, text);
       const operations = ids.filter((id) => !unreadable.includes(id)).length;
       // The export is JSON Lines already; what --json adds is the summary of one written to a file.
       if (o.json) json({ ok, out: o.out, operations, unreadable });
@@ -58,7 +58,7 @@ function isSqlite(path: string): boolean {
     const head = Buffer.alloc(16);
     return readSync(fd, head, 0, 16, 0) === 16 && head.toString('latin1') === 'SQLite format 3\u0000';
   } catch {
-    return false; // absent or unreadable: writeFile says why if it cannot write
+    return false; // absent or unreadable: writeText says why if it cannot write
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
