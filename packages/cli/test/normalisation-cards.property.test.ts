@@ -48,8 +48,9 @@ function oracleStep(s: string, step: string): string {
   if (step === 'canonical-number') return decimal(s) ?? s;
   if (step === 'datetime-zero-fraction') {
     const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d+)$/.exec(s);
-    const digits = m?.[2]!.replace(/0+$/, '');
-    return m ? (digits ? `${m[1]}.${digits}` : m[1]!) : s;
+    if (!m) return s;
+    const digits = m[2]!.replace(/0+$/, '');
+    return digits ? `${m[1]}.${digits}` : m[1]!;
   }
   throw new Error(`oracle has no step ${step}`);
 }
