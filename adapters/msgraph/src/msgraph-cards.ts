@@ -242,7 +242,7 @@ export const eventsCreateCard = msGraphCard({
       ...(['start', 'end'] as const).map((at) => ({
         field: `event.${at}.dateTime`,
         steps: ['datetime-zero-fraction' as const],
-        source: `${S.createEventExample}: Create Event's second example sends "dateTime": "2017-08-30T11:00:00" and the event is returned with "2017-08-30T11:00:00.0000000" in the same time zone, so the two spellings are one time (a fraction that is not zero stays exact; a time without seconds or with a zone suffix is refused before the claim, as ${S.dateTimeTimeZone} writes a time {date}T{time} with its zone in timeZone)`,
+        source: `${S.createEventExample}: Create Event's second example sends "dateTime": "2017-08-30T11:00:00" and the event is returned with "2017-08-30T11:00:00.0000000" in the same time zone, so the two spellings are one time, and ${S.dateTimeTimeZone} writes every time with a seven-digit fraction, so trailing zeros of a fraction are Graph's padding (.5 is .5000000; another fraction stays exact; a time without seconds or with a zone suffix is refused before the claim, as ${S.dateTimeTimeZone} writes a time {date}T{time} with its zone in timeZone)`,
         evidence: S.createEventExample,
       })),
     ],
@@ -339,7 +339,7 @@ export const todoTasksCreateCard = msGraphCard({
       {
         field: 'task.dueDateTime.dateTime',
         steps: ['datetime-zero-fraction'],
-        source: `${S.createTask}: dueDateTime is a dateTimeTimeZone, the type of an event's start; ${S.createEventExample}: Create Event's second example sends "dateTime": "2017-08-30T11:00:00" and gets "2017-08-30T11:00:00.0000000" back, so the two spellings are one time (another fraction stays exact; a date alone, a time without seconds or with a zone suffix is refused before the claim, as ${S.dateTimeTimeZone} writes a time {date}T{time} with its zone in timeZone)`,
+        source: `${S.createTask}: dueDateTime is a dateTimeTimeZone, the type of an event's start; ${S.createEventExample}: Create Event's second example sends "dateTime": "2017-08-30T11:00:00" and gets "2017-08-30T11:00:00.0000000" back, so the two spellings are one time, and ${S.dateTimeTimeZone} writes every time with a seven-digit fraction, so trailing zeros of a fraction are Graph's padding (.5 is .5000000; another fraction stays exact; a date alone, a time without seconds or with a zone suffix is refused before the claim, as ${S.dateTimeTimeZone} writes a time {date}T{time} with its zone in timeZone)`,
         evidence: S.createEventExample,
       },
     ],

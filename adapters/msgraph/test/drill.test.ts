@@ -269,7 +269,17 @@ describe('events.create: one meeting slot, spelled as the request or as Graph re
     expect(sandbox.count('events.create')).toBe(1);
   });
 
-  it.each(['2026-12-04T10:00:01', '2026-12-04T10:00:00.5'])(
+  it('a start of .5 and of .5000000 (as Graph returns it) ⇒ one event', async () => {
+    const runner = await setup();
+    const p = eventParams(3);
+    const at = (dateTime: string) => ({ ...p, event: { ...p.event, start: { ...p.event.start, dateTime } } });
+    const first = await runner.run(adapter, 'events.create', { params: at('2026-12-04T10:00:00.5') });
+    const second = await runner.run(adapter, 'events.create', { params: at('2026-12-04T10:00:00.5000000') });
+    expect(second).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+    expect(sandbox.count('events.create')).toBe(1);
+  });
+
+  it.each(['2026-12-04T10:00:01', '2026-12-04T10:00:00.5', '2026-12-04T10:00:00.05'])(
     'a start of %s is another slot than 10:00:00 ⇒ two events',
     async (other) => {
       const runner = await setup();
@@ -306,8 +316,11 @@ describe('todo.tasks.create: the due date tells two tasks of one title apart', (
       params: { ...taskParams(6), task: { title: 'Pay rent' } },
     });
     expect(again).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+    const half = await runner.run(adapter, 'todo.tasks.create', { params: due('2027-01-01T00:00:00.25') });
+    const halfAgain = await runner.run(adapter, 'todo.tasks.create', { params: due('2027-01-01T00:00:00.2500000') });
+    expect(halfAgain).toMatchObject({ status: 'done', adopted: true, businessOperationId: half.businessOperationId });
     expect(undated).toMatchObject({ status: 'done', adopted: false });
-    expect(sandbox.count('todo.tasks.create')).toBe(2);
+    expect(sandbox.count('todo.tasks.create')).toBe(3);
   });
 });
 

@@ -204,3 +204,23 @@ it('the agent tool of chat.update says other content is its next change; of chat
   expect(described('chat.update')).not.toMatch(/refused as a conflict/);
   expect(described('chat.postMessage')).toMatch(/refused as a conflict/);
 });
+
+it('a post Slack refused for its blocks (an intent field): the packet does not offer resend-with, the agent is told a corrected post is a new operation', async () => {
+  const faults = { 'chat.postMessage': [{ kind: 'error', error: 'invalid_blocks' }] } as const;
+  const sandbox = closeAfterTest(await startSlackSandbox({ token: TOKEN, channels: [CHANNEL], faults }));
+  const slack = createSlackAdapter({ token: TOKEN, baseUrl: sandbox.url });
+  const runner = createRunner({ ledger: createMemoryLedger() });
+  const tool = agentTools([slack]).find((t) => t.operation === 'chat.postMessage')!;
+  const args = { channel: CHANNEL, text: 'Backup finished', blocks: [{ type: 'section' }] };
+  const first = await callAgentTool(agentRunner(runner), tool, args);
+  expect(first).toMatchObject({ status: 'needs-human' });
+  expect(first.message).toMatch(/blocks \(refused by Slack: invalid_blocks\)\. One is an intent field/);
+  expect(first.message).not.toMatch(/sent as a corrected request/);
+  expect(first).toMatchObject({
+    handoff: {
+      safeNextActions: expect.arrayContaining([
+        { action: 'resend-with', safe: false, why: expect.stringMatching(/a new operation/) },
+      ]),
+    },
+  });
+});

@@ -114,7 +114,7 @@ export function intentOf(
   return normalizeIntent(pickIntent(params, rule.intentFields, rule.optionalIntentFields), rule.normalize);
 }
 
-const ZERO_FRACTION = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.0+$/;
+const WITH_FRACTION = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+$/;
 
 // Simple case folding, one character for one, as the case-insensitive comparisons providers run (per character):
 // never the full folding that makes 'ß' 'ss' or 'ﬁ' 'fi', which would fold two names the provider keeps apart.
@@ -131,9 +131,9 @@ const STEP = {
   nfkc: (s: string) => s.normalize('NFKC'),
   'case-fold': (s: string) => Array.from(s, foldChar).join(''),
   'canonical-number': (s: string) => canonicalDecimal(s) ?? s,
-  // Only an all-zero fraction of this one spelling (Graph returns 12:00:00 as 12:00:00.0000000); a zone, another
-  // precision or a fraction that is not zero stays as written.
-  'datetime-zero-fraction': (s: string) => ZERO_FRACTION.exec(s)?.[1] ?? s,
+  // Only trailing zeros of this one spelling's fraction (Graph returns 12:00:00.5 as 12:00:00.5000000): a zone, another
+  // precision or another fraction stays as written.
+  'datetime-zero-fraction': (s: string) => (WITH_FRACTION.test(s) ? s.replace(/\.?0+$/, '') : s),
 };
 /** A step on the value at the path itself: an empty array there reads as left out, where the provider stores a left-out
  * collection as []. */

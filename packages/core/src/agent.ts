@@ -29,7 +29,7 @@ import {
 } from '@retrysafe/contract/rules';
 import { AdapterContractError } from './errors/adapter-contract-error.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
-import { marksSafe, waitsForUser } from './handoff.js';
+import { fixIsNewOperation, marksSafe, waitsForUser } from './handoff.js';
 import { identityOf, resolvesIntent } from './intake/identity.js';
 import { createRedactor, type RedactOptions, type Redactor, RUNNER_REDACT } from './redact.js';
 import { typedLedger } from './runner/context.js';
@@ -263,8 +263,9 @@ function handedOffMessage(packet: HandoffPacket, receipts: readonly Receipt[], a
   // What the rejection left is named whether or not the provider named fields (a declined charge names none).
   const kept = created ? ` The provider kept ${created} from this call: a new call would make a second one.` : '';
   // Not correctable, the effect may exist: redone as a new operation (another intent), it could happen twice.
-  const fix =
-    named && correctable
+  const fix = fixIsNewOperation(packet)
+    ? `${named}. One is an intent field: a call with it corrected is a new operation, sent under an id of its own (one you give must be new); a person abandons this one.`
+    : named && correctable
       ? `${named}; a call with them corrected and the same intent is sent as a corrected request.`
       : `${named}${named ? '.' : ''}${kept}${correctable ? '' : ' Do not redo it under other intent fields either.'}`;
   return `Handed to a person: ${sentence(packet.explanation)} Do not retry this call as is.${fix}`;

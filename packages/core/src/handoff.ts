@@ -66,6 +66,15 @@ export const KEY_FORGOTTEN =
 export const waitsForUser = (packet: HandoffPacket, receipts: readonly Receipt[]) =>
   refusedUntilUserActs(receipts) && marksSafe(packet, 'resend-with');
 
+/** Why resend-with is not offered where the provider named an intent field: its correction is another intent, so a new
+ * operation (resend-with refuses it), and a revision of this one would make the effect twice beside it. */
+export const NEW_OPERATION =
+  'the provider named an intent field: a request with it corrected is another intent, a new operation the caller makes (resend-with refuses it); nothing of this one was applied, so abandon it';
+
+/** A packet whose fix is a new operation (NEW_OPERATION): an intent field's correction is never this one's revision. */
+export const fixIsNewOperation = (packet: HandoffPacket) =>
+  packet.safeNextActions.some((a) => a.action === 'resend-with' && a.why === NEW_OPERATION);
+
 export const marksSafe = (packet: HandoffPacket | null | undefined, action: SafeAction['action']) =>
   packet?.safeNextActions.some((a) => a.action === action && a.safe) === true;
 
@@ -125,6 +134,10 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
     correction !== null &&
     correctionCheck(receipts, record, correction).ok
   ) {
+    const intent = correction.card.businessOperationId.intentFields;
+    const named = receipts.at(-1)?.fields ?? [];
+    if (named.some((f) => intent.some((i) => f.path === i || f.path.startsWith(`${i}.`) || f.path.startsWith(`${i}[`))))
+      return [...actions, { action: 'resend-with', safe: false, why: NEW_OPERATION }, ...closeActions(created)];
     // Which key the revision takes (supersede in runner/claim.ts), so a person can tell what the provider will see.
     const key =
       record.providerKey === null
@@ -138,15 +151,18 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
       why: `every attempt was rejected or not applied: corrected params under the same intent are sent as a new revision${key} (--resend-with <params.json>, or the caller calls again with them)`,
     });
   }
+  return [...actions, ...closeActions(created)];
+}
+
+function closeActions(created: string | undefined): SafeAction[] {
   const done =
     created === undefined
       ? 'once you have confirmed at the provider that the effect exists; record its reference'
       : `once ${created} is finished at the provider (or another reference you confirmed there); record it`;
-  actions.push(
+  return [
     { action: 'mark-done', safe: true, why: done },
     { action: 'abandon', safe: true, why: 'retrysafe stops; nothing at the provider is undone' },
-  );
-  return actions;
+  ];
 }
 
 /** A handoff packet (docs/concepts.md, "Handoff and receipts"): from receipts only, so no params, secrets or PII. */

@@ -153,6 +153,27 @@ describe('the needs-human answer offers a corrected call only where the runner w
   });
 });
 
+describe('a rejection naming an intent field: its correction is a new operation, not a revision of this one', () => {
+  it('neither the packet nor the answer offers a corrected request under the same intent; a corrected call is sent once', async () => {
+    const { runner, ledger, tool, sent } = rejectingTool({
+      reason: 'validation',
+      message: 'ref is malformed',
+      fields: [{ path: 'ref', message: 'is malformed' }],
+    });
+    const first = await callAgentTool(agentRunner(runner), tool, { ref: 'o-60', note: 'a' });
+    expect(first.status).toBe('needs-human');
+    expect(first.message).not.toMatch(/sent as a corrected request|other intent fields/);
+    expect(first.message).toMatch(
+      /ref \(is malformed\)\. One is an intent field: a call with it corrected is a new operation/,
+    );
+    const { handoff } = (await operationStatus(ledger, first.businessOperationId!))!;
+    expect(handoff!.safeNextActions.find((a) => a.action === 'resend-with')).toMatchObject({ safe: false });
+    const corrected = await callAgentTool(agentRunner(runner), tool, { ref: 'o-61', note: 'a' });
+    expect(corrected.businessOperationId).not.toBe(first.businessOperationId);
+    expect(sent()).toBe(2);
+  });
+});
+
 /** A rejection nothing applied: the agent's correction is a new revision. */
 const NOTE_TOO_LONG = {
   reason: 'validation',
