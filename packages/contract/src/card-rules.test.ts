@@ -32,6 +32,8 @@ type Edit = {
   matching?: RetrySafetyCard['parameterMatching']['value'];
   concurrency?: RetrySafetyCard['concurrency']['value'];
   byNature?: boolean | 'unknown';
+  rejectionMayCreate?: boolean | 'unknown';
+  errors?: boolean | 'unknown';
   method?: RetrySafetyCard['lookup']['method']['value'];
   margin?: Duration;
 };
@@ -46,10 +48,18 @@ function card(e: Edit = {}): RetrySafetyCard {
   };
   return {
     ...base,
-    sideEffect: { ...base.sideEffect, idempotentByNature: fact(e.byNature ?? false, 't') },
+    sideEffect: {
+      ...base.sideEffect,
+      idempotentByNature: fact(e.byNature ?? false, 't'),
+      rejectionMayCreate: fact(e.rejectionMayCreate ?? false, 't'),
+    },
     providerKey: { ...base.providerKey, travels: fact(e.travels ?? base.providerKey.travels.value, 't') },
     parameterMatching: fact(e.matching ?? base.parameterMatching.value, 't'),
-    storedResult: { ...base.storedResult, semantics: fact(e.semantics ?? base.storedResult.semantics.value, 't') },
+    storedResult: {
+      ...base.storedResult,
+      semantics: fact(e.semantics ?? base.storedResult.semantics.value, 't'),
+      includesErrors: fact(e.errors ?? true, 't'),
+    },
     retention: { minimum: fact(e.retention !== undefined ? e.retention : base.retention.minimum.value, 't') },
     concurrency: fact(e.concurrency ?? base.concurrency.value, 't'),
     lookup,
@@ -152,6 +162,8 @@ describe("resendSafety and retentionPassed: the key's age from the FIRST dispatc
     ['parameter matching unknown', { matching: 'unknown' }, /parameterMatching/],
     ['concurrent duplicates processed', { concurrency: 'duplicates' }, /concurrency = duplicates/],
     ['concurrency unknown', { concurrency: 'unknown' }, /concurrency = unknown/],
+    ['a rejection may create, errors not stored', { rejectionMayCreate: true, errors: false }, /second one/],
+    ['a rejection may create, errors maybe stored', { rejectionMayCreate: 'unknown', errors: 'unknown' }, /second/],
   ])('not safe, whatever the age: %s', (_name, e, why) => {
     const s = resendSafety(card(e), null, T0, MIN);
     expect(s).toMatchObject({ safe: false, pastRetention: false });

@@ -154,6 +154,13 @@ export function resendSafety(
   const conc = card.concurrency.value;
   if (conc !== 'rejects-in-progress' && conc !== 'waits-then-replays')
     return unsafe(`a re-send while the first request may still be running is not folded (card concurrency = ${conc})`);
+  // A lost answer may have been a rejection that left an object; a key holding no error does not fold a re-send into it.
+  const errors = card.storedResult.includesErrors.value;
+  const rejectionMayCreate = card.sideEffect.rejectionMayCreate.value;
+  if (errors !== true && rejectionMayCreate !== false)
+    return unsafe(
+      `a rejection may leave an object (card sideEffect.rejectionMayCreate = ${rejectionMayCreate}) that the key does not hold (card storedResult.includesErrors = ${errors}): a re-send could make a second one`,
+    );
   const r = readRetention(card, firstDispatchedAt, now, clockSkewMarginMs);
   if (r.passed) {
     const late = card.lookup.lateApplyBound?.value ?? 'unknown';

@@ -77,6 +77,27 @@ describe('explorer: a corrected request after a rejection', () => {
     expect(r.endings['handed-off:retry-exhausted']).toBeGreaterThan(0);
   });
 
+  // A lost rejection may have left an object, and the key stores no error: a re-send under it is processed afresh.
+  it('never re-sends after a lost answer whose rejection may have created an object the key does not hold', () => {
+    const unstored: RetrySafetyCard = {
+      ...base,
+      sideEffect: { ...base.sideEffect, rejectionMayCreate: { ...base.sideEffect.rejectionMayCreate, value: true } },
+      storedResult: { ...base.storedResult, includesErrors: { ...base.storedResult.includesErrors, value: false } },
+    };
+    const r = explore({
+      card: unstored,
+      workers: 1,
+      fates: ['delivered', 'lost-after'],
+      maxNetworkFaults: 1,
+      maxCrashes: 0,
+      correction: { rejection: 'creates' },
+    });
+    console.log(r.summary);
+    expect(r.violation, r.violation?.story).toBeNull();
+    expect(r.truncated).toBe(false);
+    expect(r.endings['handed-off:unknown-no-safe-resend']).toBeGreaterThan(0);
+  });
+
   it('catches a supersede check that lets a correction replace a request that may have applied', () => {
     const r = explore({ ...lost, correction: { rejection: 'none', supersedeCheck: () => ({ ok: true }) } });
     expect(r.violation?.invariant).toBe('honest-terminal');
