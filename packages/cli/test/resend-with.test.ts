@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRunner } from '@retrysafe/core';
 import { createSqliteLedger } from '@retrysafe/ledger-sqlite';
+import { createSandboxAdapter } from '@retrysafe/sandbox';
 import { createDrillClock } from '@retrysafe/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type FaultySandbox, startFaultySandbox } from './faulty-sandbox.js';
@@ -16,6 +17,7 @@ const config = join(dir, 'retrysafe.json');
 let sandbox: FaultySandbox;
 let rejected = '';
 let lost = '';
+let intentNamed = '';
 
 beforeAll(async () => {
   sandbox = await startFaultySandbox('reject');
@@ -24,9 +26,14 @@ beforeAll(async () => {
   const r = await runner.run(sandbox.adapter, 'records.create', { params: { ref: 'order-R', amount: -5 } });
   sandbox.setFault('lose');
   const l = await runner.run(sandbox.adapter, 'records.create', { params: { ref: 'order-L', amount: 5 } });
-  expect([r.status, l.status]).toEqual(['handed-off', 'handed-off']);
+  // In process, where the provider names the field it refused: ref, the intent field.
+  sandbox.provider.failNext({ kind: 'rejected', fields: [{ path: 'ref', message: 'unknown order' }] });
+  const inProcess = createSandboxAdapter({ provider: sandbox.provider });
+  const i = await runner.run(inProcess, 'records.create', { params: { ref: 'order-X', amount: 5 } });
+  expect([r.status, l.status, i.status]).toEqual(['handed-off', 'handed-off', 'handed-off']);
   rejected = r.businessOperationId;
   lost = l.businessOperationId;
+  intentNamed = i.businessOperationId;
   await ledger.close();
   sandbox.setFault('pass');
   sandbox.writeConfig(config, db);
@@ -49,6 +56,21 @@ describe('retrysafe ledger resolve --resend-with', () => {
       cwd: dir,
     });
     expect(bad.stderr).toMatch(/must hold a JSON object of params/);
+  });
+
+  it('a rejection naming an intent field: resume and the same params are refused saying nothing applied and a correction is a new operation', async () => {
+    const file = join(dir, 'same.json');
+    writeFileSync(file, JSON.stringify({ ref: 'order-X', amount: 5 }));
+    const before = sandbox.proxy.requests.length;
+    for (const how of [['--resume'], ['--resend-with', file]]) {
+      const r = await cli(['ledger', 'resolve', intentNamed, ...how, '--config', config], { cwd: dir });
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).not.toMatch(/check at the provider/i);
+      expect(r.stderr).toMatch(/nothing of this one was applied/);
+      expect(r.stderr).toMatch(/a new operation the caller makes/);
+      expect(r.stderr).toContain(`retrysafe ledger resolve ${intentNamed} --abandon`);
+    }
+    expect(sandbox.proxy.requests.length).toBe(before);
   });
 
   it('is refused while an attempt may have been applied: a conflict naming the path, nothing sent', async () => {

@@ -1,7 +1,7 @@
 /** @retrysafe/core/internal: the runner's parts for the packages built on it. Not a user API. */
 export { decide, isInProgress, keyGoneBeforeSend, observationPatch } from './decide.js';
 export { namingPath } from './files.js';
-export { marksSafe, waitsForUser } from './handoff.js';
+export { fixIsNewOperation, marksSafe, waitsForUser } from './handoff.js';
 export { assertParams, checkParamsSchema, paramsErrors } from './intake/params-schema.js';
 export { resolvePolicy } from './intake/policy.js';
 export { correctionRule, currentRevisionNumber, needsFreshKey, supersedeCheck } from './intake/supersede.js';

@@ -16,7 +16,7 @@ import {
   type Resolution,
   type ResolveResult,
 } from '@retrysafe/core';
-import { marksSafe } from '@retrysafe/core/internal';
+import { fixIsNewOperation, marksSafe } from '@retrysafe/core/internal';
 import { defineCommand, type Options, type Parsed } from '../../../command.js';
 import { exactlyOne, RefusedError, UsageError } from '../../../errors.js';
 import { readObjectFile } from '../../../files.js';
@@ -109,6 +109,8 @@ export async function ledgerResolve(
         // A rejection whose every attempt is known not applied (the packet then offers resend-with): the request may go
         // out again once its cause is fixed. After one that may have applied, the provider is checked first.
         const rejected = stored?.handoff?.reason === 'rejected' && marksSafe(stored.handoff, 'resend-with');
+        // The provider named an intent field: nothing applied, and its correction is another operation, not this one's.
+        const newOperation = stored?.handoff ? fixIsNewOperation(stored.handoff) : false;
         if (opts.resume && stored !== null && !isTerminal(stored) && !dryRun)
           return resumeOpen(runner, { adapters, by, handoffAt: opts.handoffAt }, stored, targetFlags(opts));
         // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
@@ -134,10 +136,12 @@ export async function ledgerResolve(
             throw new RefusedError(
               `not resolving ${id}: its receipt chain is broken at receipt #${err.index + 1} (${err.reason}); nothing was sent. ${err.missingKey ? `To check it, ${addMissingKey(err.missingKey)}` : `Find out who edited the ledger (retrysafe ledger verify --all${ledgerFlags(opts)}) before acting on it`} (${CHAIN_RUNBOOK}).`,
             );
+          const same = InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message);
+          if (newOperation && (same || UnsafeResumeError.isInstance(err)))
+            throw newOperationRefusal(id, stored!, targetFlags(opts));
           if (UnsafeResumeError.isInstance(err)) throw resumeRefusal(id, err.why, rejected, stored);
           if (InvalidStateError.isInstance(err) && stored === null) throw new RefusedError(notInLedger(id, opts));
-          if (InvalidStateError.isInstance(err) && /differ from the stored/.test(err.message))
-            throw sameParams(id, stored, rejected, targetFlags(opts));
+          if (same) throw sameParams(id, stored, rejected, targetFlags(opts));
           // Open: a worker holds it, or one (or a resolve) stopped between its steps; only a drive can close it.
           if (InvalidStateError.isInstance(err) && stored !== null && !isTerminal(stored) && !corrected)
             throw new RefusedError(
@@ -211,6 +215,15 @@ function resumeRefusal(id: string, why: string, rejected: boolean, stored: Opera
   const what = safe ? 'resume is no longer safe' : 'the handoff packet marks resume as not safe';
   return new RefusedError(
     `not resuming ${id}: ${what} — ${why}. Check at the provider first; then --mark-done <providerRef> if the effect exists, or --resume --force if you are sure it does not (it is sent again with nothing looked up first: if the effect exists, it is made twice).`,
+  );
+}
+
+/** A rejection naming an intent field (fixIsNewOperation): sent again as is it is refused again, and corrected it is
+ * another operation, so the packet's own why is said and this one abandoned. */
+function newOperationRefusal(id: string, stored: OperationRecord, target: string): RefusedError {
+  const why = stored.handoff?.safeNextActions.find((a) => a.action === 'resend-with')?.why;
+  return new RefusedError(
+    `not sending ${id} again: ${why}; nothing was sent. Close it: retrysafe ledger resolve ${id} --abandon${target}`,
   );
 }
 
