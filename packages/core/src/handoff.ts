@@ -106,6 +106,7 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
     // Nothing applied and no object left: a resume cannot make a second effect. It is offered where the cause lies
     // outside the params; one of the params themselves is the correction's.
     if (!refusedBeforeProcessing(input.receipts)) {
+      if (namesIntentField(input)) return resume(false, `as is, it will be refused again: ${NEW_OPERATION}`);
       const notFound = input.receipts.findLast(isSend)?.rejectReason === 'not-found';
       return resume(false, notFound ? RESUME_WHY.notFound : RESUME_WHY.rejected);
     }
@@ -126,6 +127,15 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
     : resume(true, RESUME_WHY.notApplied);
 }
 
+/** The last rejection named a field at or beneath an intent field: its correction is a new operation (NEW_OPERATION). */
+function namesIntentField({ correction, receipts }: PacketInput): boolean {
+  const intent = correction?.card.businessOperationId.intentFields ?? [];
+  const named = receipts.at(-1)?.fields ?? [];
+  return named.some((f) =>
+    intent.some((i) => f.path === i || f.path.startsWith(`${i}.`) || f.path.startsWith(`${i}[`)),
+  );
+}
+
 function nextActions(input: PacketInput, created: string | undefined): SafeAction[] {
   const actions = [resumeAction(input, created)];
   const { correction, receipts, record } = input;
@@ -134,9 +144,7 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
     correction !== null &&
     correctionCheck(receipts, record, correction).ok
   ) {
-    const intent = correction.card.businessOperationId.intentFields;
-    const named = receipts.at(-1)?.fields ?? [];
-    if (named.some((f) => intent.some((i) => f.path === i || f.path.startsWith(`${i}.`) || f.path.startsWith(`${i}[`))))
+    if (namesIntentField(input))
       return [...actions, { action: 'resend-with', safe: false, why: NEW_OPERATION }, ...closeActions(created)];
     // Which key the revision takes (supersede in runner/claim.ts), so a person can tell what the provider will see.
     const key =

@@ -168,6 +168,9 @@ describe('a rejection naming an intent field: its correction is a new operation,
     );
     const { handoff } = (await operationStatus(ledger, first.businessOperationId!))!;
     expect(handoff!.safeNextActions.find((a) => a.action === 'resend-with')).toMatchObject({ safe: false });
+    const resume = handoff!.safeNextActions.find((a) => a.action === 'resume');
+    expect(resume).toMatchObject({ safe: false, why: expect.stringMatching(/new operation/) });
+    expect(resume!.why).not.toMatch(/resend-with\)/);
     const corrected = await callAgentTool(agentRunner(runner), tool, { ref: 'o-61', note: 'a' });
     expect(corrected.businessOperationId).not.toBe(first.businessOperationId);
     expect(sent()).toBe(2);
