@@ -10,6 +10,7 @@ import {
   InvalidIntentError,
   newAttemptId,
   newRunId,
+  type ProviderKeyRule,
   pickIntent,
   revisionKeySource,
 } from './index.js';
@@ -163,8 +164,8 @@ describe('pickIntent', () => {
 
 describe('deriveProviderKey', () => {
   const id = businessOperationId('stripe.paymentIntents.create', { order: 'A-17' });
-  it('is deterministic and readable when the id fits', () => {
-    const rule = { maxLength: 255, charset: 'A-Za-z0-9._:/-', prefix: 'rs-' };
+  it('is deterministic and readable when the id fits (a provider known to tell case apart)', () => {
+    const rule = { maxLength: 255, charset: 'A-Za-z0-9._:/-', prefix: 'rs-', caseSensitive: true };
     expect(deriveProviderKey(id, rule)).toBe(`rs-${id}`);
     expect(deriveProviderKey(id, rule)).toBe(deriveProviderKey(id, rule));
   });
@@ -207,6 +208,14 @@ describe('deriveProviderKey is injective: two ids (or revisions) never share a k
     }
   });
 
+  it('ids that differ only in case: readable keys only where the provider is known to tell case apart', () => {
+    const rule = rules[0]!;
+    const [upper, lower] = [asBusinessOperationId('Order-1'), asBusinessOperationId('order-1')];
+    expect(deriveProviderKey(lower, rule)).toBe('rs-order-1');
+    expect(deriveProviderKey(upper, rule)).toMatch(/^rs-[0-9a-f]{64}$/);
+    expect(deriveProviderKey(upper, { ...rule, caseSensitive: true })).toBe('rs-Order-1');
+  });
+
   it('distinct sources give distinct keys, near-collisions included (property)', () => {
     // b is a's near neighbour: case flipped, a character appended, the digest of a, or a long common prefix.
     const neighbour = fc.oneof(
@@ -223,7 +232,11 @@ describe('deriveProviderKey is injective: two ids (or revisions) never share a k
       fc.property(neighbour, fc.nat(5), ([a, b], i) => {
         fc.pre(a !== b);
         const rule = rules[i]!;
-        expect(deriveProviderKey(a as never, rule)).not.toBe(deriveProviderKey(b as never, rule));
+        // A rule that does not know the provider tells case apart: keys differ even to a provider that folds case.
+        const folded = (r: ProviderKeyRule) => deriveProviderKey(a as never, r).toLowerCase();
+        expect(folded(rule)).not.toBe(deriveProviderKey(b as never, rule).toLowerCase());
+        const exact = { ...rule, caseSensitive: true };
+        expect(deriveProviderKey(a as never, exact)).not.toBe(deriveProviderKey(b as never, exact));
       }),
       { numRuns: 2000 },
     );
