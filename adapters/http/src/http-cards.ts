@@ -120,6 +120,7 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
         'per method and path (POST /orders)',
         `${SOURCES.ietfSandbox}; the draft (§2.2) leaves the scope to the resource server`,
       ),
+      caseSensitive: fact<boolean>('unknown', `${SOURCES.ietf} §2 does not say how a server compares keys`),
     },
     keyReuse: fact(
       'the same request with the same payload, while the key is within the published expiry',
@@ -168,6 +169,11 @@ export function ordersCreateCard(provider: string): RetrySafetyCard {
         condition: 'the draft sets no maximum; the adapter derives keys of at most 64 characters',
         source: `${SOURCES.ietf} §2.1`,
       },
+      {
+        field: 'providerKey.caseSensitive',
+        condition: 'how the server compares keys; an id with an upper-case letter is sent as a digest',
+        source: `${SOURCES.ietf} §2`,
+      },
     ],
   });
 }
@@ -199,6 +205,7 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
       maxLength: fact<number>('unknown', `${SOURCES.azure} does not define the key format`),
       charset: fact('unknown', `${SOURCES.azure} does not define the key format`),
       scope: fact('per server (all POST /exports)', SOURCES.asyncSandbox),
+      caseSensitive: fact<boolean>('unknown', `${SOURCES.azure} does not define the key format`),
     },
     keyReuse: fact('the same request with the same payload, while the key is kept (24 h)', SOURCES.asyncSandbox),
     parameterMatching: fact(
@@ -253,6 +260,11 @@ export function exportsCreateCard(provider: string): RetrySafetyCard {
       {
         field: 'providerKey.charset',
         condition: 'the pattern defines no key format; the adapter uses A-Za-z0-9._:- only',
+        source: SOURCES.azure,
+      },
+      {
+        field: 'providerKey.caseSensitive',
+        condition: 'how the server compares keys; an id with an upper-case letter is sent as a digest',
         source: SOURCES.azure,
       },
     ],
@@ -364,6 +376,10 @@ export function instancesRunCard(provider: string): RetrySafetyCard {
       scope: fact(
         'per sandbox server',
         `${SOURCES.tokenSandbox}; EC2 scopes tokens to the account and Region (not verified here)`,
+      ),
+      caseSensitive: fact(
+        true,
+        `RunInstances ClientToken: "Unique, case-sensitive identifier" (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_RunInstances.html)`,
       ),
     },
     keyReuse: fact(

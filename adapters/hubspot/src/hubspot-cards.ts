@@ -77,8 +77,13 @@ const keyUnverified = (o: HubSpotCardOptions) => [
   ),
   note(
     'providerKey.charset',
-    'characters HubSpot accepts in a unique-value property, and whether it compares them case-insensitively; the adapter sends only a-z 0-9 . _ : / -, so two ids that differ only in case never send keys that do',
+    'characters HubSpot accepts in a unique-value property; the adapter sends only a-z 0-9 . _ : / -',
     S.providers,
+  ),
+  note(
+    'providerKey.caseSensitive',
+    'whether HubSpot compares unique values case-insensitively; an id with an upper-case letter is sent as a digest, so two ids that differ only in case never send keys that do',
+    S.properties,
   ),
   note(
     'retention.minimum',
@@ -149,6 +154,10 @@ const uniqueValueKey = (where: string) => ({
   ),
   maxLength: fact<number>('unknown', `${S.providers} gives no limit for a unique-value property's value`),
   charset: fact<string>('unknown', `${S.providers} gives no charset for a unique-value property's value`),
+  caseSensitive: fact<boolean>(
+    'unknown',
+    `${S.properties}: whether unique values are compared case-sensitively is not documented`,
+  ),
   scope: fact(
     'one object type in one HubSpot account: a unique-value property is unique among that object type’s records',
     S.properties,

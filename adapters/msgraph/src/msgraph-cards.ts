@@ -265,6 +265,7 @@ export const eventsCreateCard = msGraphCard({
     ),
     charset: fact<string | null>('unknown', `${S.event}: not documented (the adapter sends only A-Za-z0-9-)`),
     scope: fact('unknown', `${S.providers}`),
+    caseSensitive: fact<boolean>('unknown', `${S.event}: not documented`),
   },
   keyReuse: fact(
     'documented intent only: transactionId is a client id "to avoid redundant POST operations in case of client retries"; what a duplicate returns and how long it is remembered are unknown, so the runner never resends relying on it',
@@ -298,6 +299,11 @@ export const eventsCreateCard = msGraphCard({
     rejectionNote('an event'),
     lateApplyNote('create the event', S.createEvent),
     note('providerKey.maxLength', 'maximum transactionId length', S.event),
+    note(
+      'providerKey.caseSensitive',
+      'whether Graph tells transactionIds apart by letter case (an id with an upper-case letter is sent as a digest)',
+      S.event,
+    ),
     note('providerKey.charset', 'characters allowed in transactionId', S.event),
     note('providerKey.scope', 'whether transactionId is unique per mailbox, per calendar or per app', S.providers),
     note('parameterMatching', 'what a second POST with the same transactionId and other fields does', S.providers),

@@ -37,6 +37,7 @@ const PROVIDER_KEY = {
     'unknown',
     `${S.idempotency} says a key "should be unique per API request" and names both endpoints, not whether one key is shared between them or scoped per team`,
   ),
+  caseSensitive: fact<boolean>('unknown', `${S.idempotency} documents the length, not how keys are compared`),
 } satisfies RetrySafetyCard['providerKey'];
 
 /** What Resend's pages leave open, for both sends. */
@@ -56,6 +57,12 @@ const UNVERIFIED = [
     field: 'providerKey.charset',
     condition:
       'which characters Resend accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)',
+    source: S.idempotency,
+  },
+  {
+    field: 'providerKey.caseSensitive',
+    condition:
+      'whether Resend tells Idempotency-Keys apart by letter case (undocumented; an id with an upper-case letter is sent as a digest)',
     source: S.idempotency,
   },
   {

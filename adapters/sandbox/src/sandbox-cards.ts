@@ -64,6 +64,7 @@ export function sandboxCreateCard(
       maxLength: fact(SANDBOX_KEY_RULE.maxLength, 'adapters/sandbox/src/sandbox-cards.ts (SANDBOX_KEY_RULE)'),
       charset: fact(SANDBOX_KEY_RULE.charset, 'adapters/sandbox/src/sandbox-cards.ts (SANDBOX_KEY_RULE)'),
       scope: fact('one sandbox provider instance', PROVIDER_FILE),
+      caseSensitive: fact(true, `${PROVIDER_FILE}: keys are held in a Map, compared exactly`),
     },
     keyReuse: fact(
       b.replays ? 'same request, same params, while the key is retained' : 'never relied on: nothing is stored',

@@ -97,6 +97,7 @@ function stripeCard(
         `retrysafe choice: Stripe documents only the 255-character limit (${S.idempotency}); the key is 'rs-' + the business-operation id, or a SHA-256 digest of it`,
       ),
       scope: fact('unknown', `${S.providersMd}: "Scope (account/endpoint): unknown"`),
+      caseSensitive: fact<boolean>('unknown', `${S.idempotency} documents the length, not how keys are compared`),
     },
     keyReuse: fact(
       "only to re-send the identical request (same endpoint, same params) while its outcome is unknown and the key is younger than 24 h minus twice the policy's clock-skew margin (limits.clockSkewMargin, 10 min: once for clock skew, once for a late apply, which Stripe does not bound); never the SDK's auto key (stripe-node-retry-<uuid>), never past retention (a pruned key creates a NEW object)",
@@ -187,6 +188,12 @@ function stripeCard(
         field: 'providerKey.charset',
         condition:
           'which characters Stripe accepts in Idempotency-Key (undocumented; the adapter sends only A-Za-z0-9._:/-)',
+        source: S.idempotency,
+      },
+      {
+        field: 'providerKey.caseSensitive',
+        condition:
+          'whether Stripe tells Idempotency-Keys apart by letter case (undocumented; an id with an upper-case letter is sent as a digest)',
         source: S.idempotency,
       },
       {

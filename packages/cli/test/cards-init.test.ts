@@ -89,11 +89,15 @@ describe('retrysafe cards init --from', () => {
   it('with every fact known the runner refuses nothing; one unknown consistency delay is named', async () => {
     const [entry] = await loadAdapters(['stripe']);
     const shipped = (await cardsOf(entry!)).find((c) => c.card.operation === 'stripe.refunds.create')!.card;
-    // The shipped card leaves the late-apply bound unknown (no public source states it): known here, so every fact is.
+    // The shipped card leaves the late-apply bound and the key comparison unknown (no public source states them):
+    // known here, so every fact is.
     const stripe = {
       ...shipped,
+      providerKey: { ...shipped.providerKey, caseSensitive: { value: true, source: 'test: a known comparison' } },
       lookup: { ...shipped.lookup, lateApplyBound: { value: '10m' as const, source: 'test: a known bound' } },
-      unverified: shipped.unverified.filter((u) => u.field !== 'lookup.lateApplyBound'),
+      unverified: shipped.unverified.filter(
+        (u) => u.field !== 'lookup.lateApplyBound' && u.field !== 'providerKey.caseSensitive',
+      ),
     };
     expect(refusals(stripe)).toEqual([]);
     const from = join(dir, 'almost.json');

@@ -235,6 +235,22 @@ describe('defineAdapter', () => {
     });
   });
 
+  it("the card's key comparison decides whether case may tell two ids apart, for every key the frame derives", async () => {
+    const ids = [asBusinessOperationId('Order-1'), asBusinessOperationId('order-1')];
+    const keys = async (card: RetrySafetyCard) => {
+      const { adapter, calls } = framed({ card });
+      for (const i of ids) await adapter.doExecute('orders.create', valid, ctx({ businessOperationId: i }));
+      await adapter.doExecute('orders.create', valid, ctx({ businessOperationId: ids[0]!, keyRevision: 2 }));
+      return [...ids.map((i) => adapter.deriveProviderKey('orders.create', i)), ...calls.map((c) => c.providerKey)];
+    };
+    const unknownCase = await keys(sampleCard as RetrySafetyCard);
+    expect(unknownCase.slice(0, 2)).toEqual(unknownCase.slice(2, 4));
+    expect(new Set(unknownCase.map((k) => k!.toLowerCase())).size).toBe(3);
+    const providerKey = { ...sampleCard.providerKey, caseSensitive: fact(true, 'https://example.com/keys') };
+    const sensitive = await keys({ ...sampleCard, providerKey } as RetrySafetyCard);
+    expect(sensitive.slice(0, 2)).toEqual(['k-Order-1', 'k-order-1']);
+  });
+
   it('the key: derived when none is recorded; a recorded key of the right shape is sent as recorded; another shape is refused unsent', async () => {
     const { adapter, calls } = framed();
     const derived = deriveProviderKey(id, RULE);

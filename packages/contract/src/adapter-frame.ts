@@ -190,12 +190,16 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
     throw new UnknownOperationError(provider, String(name), Object.keys(declared));
   };
 
+  // The card owns the key comparison: an id's case tells keys apart only where its provider is known to keep it.
+  const derive = (op: O, rule: ProviderKeyRule, source: BusinessOperationId): ProviderKey =>
+    deriveProviderKey(source, { ...rule, caseSensitive: op.card.providerKey.caseSensitive?.value === true });
+
   // A recorded key is sent as recorded when it has the rule's shape, so a changed rule never strands an operation.
   function keyFor(op: O, ctx: ExecuteContext | LookupContext): { key: ProviderKey | null } | { problem: string } {
     if (op.keyRule === null) return { key: null };
     const recorded = ctx.providerKey;
     if (recorded === null || recorded === undefined)
-      return { key: deriveProviderKey(revisionKeySource(ctx.businessOperationId, ctx.keyRevision), op.keyRule) };
+      return { key: derive(op, op.keyRule, revisionKeySource(ctx.businessOperationId, ctx.keyRevision)) };
     const problem = providerKeyShapeProblem(recorded, op.keyRule);
     return problem ? { problem: `the recorded provider key ${problem}` } : { key: recorded };
   }
@@ -208,7 +212,7 @@ export function defineAdapter<const P extends string, O extends FrameOperation, 
 
     deriveProviderKey(operation: string, id: BusinessOperationId): ProviderKey | null {
       const op = resolve(operation);
-      return op.keyRule === null ? null : deriveProviderKey(id, op.keyRule);
+      return op.keyRule === null ? null : derive(op, op.keyRule, id);
     },
 
     async doExecute(operation: string, params: unknown, ctx: ExecuteContext): Promise<Outcome> {

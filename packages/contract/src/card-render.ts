@@ -23,6 +23,7 @@ const LABELS: ReadonlyArray<readonly [path: string, label: string]> = [
   ['providerKey.maxLength', 'Provider key max length'],
   ['providerKey.charset', 'Provider key charset'],
   ['providerKey.scope', 'Provider key scope'],
+  ['providerKey.caseSensitive', 'Provider key compared case-sensitively'],
   ['keyReuse', 'When the same key may be reused'],
   ['parameterMatching', 'Parameter matching (same key, other params)'],
   ['storedResult.semantics', 'Stored result on re-send'],
@@ -78,6 +79,10 @@ export interface CardRow {
 
 /** What an absent optional field means. */
 const ABSENT: Readonly<Record<string, unknown>> = {
+  'providerKey.caseSensitive': {
+    value: UNKNOWN,
+    source: 'not declared on this card: treated as unknown (no derived key relies on letter case)',
+  },
   'lookup.lateApplyBound': {
     value: UNKNOWN,
     source: 'not declared on this card: treated as unknown (a not-found never proves absence)',

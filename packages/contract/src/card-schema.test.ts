@@ -39,6 +39,7 @@ const OPTIONAL_AND_SAFE_WHEN_ABSENT = {
   'businessOperationId.optionalIntentFields': 'every intent field is required: a call without one is refused',
   paramComparison: 'every other param compared exactly: a changed one is a conflict',
   'storedResult.replayIndicator': 'an answer reads as performed, not replayed: adopted either way',
+  'providerKey.caseSensitive': 'unknown: no derived key relies on letter case to tell two ids apart',
   'lookup.lateApplyBound': 'unknown: a lookup that finds nothing never proves absence',
   'limits.clockSkewMargin': 'a policy, not a provider fact: the default margin',
 };

@@ -108,6 +108,7 @@ const CARD = obj({
     maxLength: fact(nullable(posInt)),
     charset: fact(nullable(str)),
     scope: fact(str),
+    'caseSensitive?': fact(bool),
   }),
   keyReuse: fact(str),
   parameterMatching: fact(oneOf(...CARD_VALUES.parameterMatching)),

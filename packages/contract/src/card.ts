@@ -67,6 +67,8 @@ export interface RetrySafetyCard {
     readonly charset: Fact<string | null>;
     /** What the key is unique within (account, endpoint, user…). */
     readonly scope: Fact<string>;
+    /** Whether the provider tells keys apart by letter case; absent or unknown: no derived key relies on case. */
+    readonly caseSensitive?: Fact<boolean>;
   };
   readonly keyReuse: Fact<string>;
   readonly parameterMatching: Fact<ParameterMatching>;

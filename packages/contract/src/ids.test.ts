@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fingerprint } from './canonical.js';
+import { fingerprint, sha256Hex } from './canonical.js';
 import { intentIdentity } from './entry-rules.js';
 import {
   asBusinessOperationId,
@@ -10,7 +10,9 @@ import {
   InvalidIntentError,
   newAttemptId,
   newRunId,
+  type ProviderKeyRule,
   pickIntent,
+  revisionKeySource,
 } from './index.js';
 
 /** Rebuilds a JSON value with every object's keys in a shuffled order. */
@@ -162,8 +164,8 @@ describe('pickIntent', () => {
 
 describe('deriveProviderKey', () => {
   const id = businessOperationId('stripe.paymentIntents.create', { order: 'A-17' });
-  it('is deterministic and readable when the id fits', () => {
-    const rule = { maxLength: 255, charset: 'A-Za-z0-9._:/-', prefix: 'rs-' };
+  it('is deterministic and readable when the id fits (a provider known to tell case apart)', () => {
+    const rule = { maxLength: 255, charset: 'A-Za-z0-9._:/-', prefix: 'rs-', caseSensitive: true };
     expect(deriveProviderKey(id, rule)).toBe(`rs-${id}`);
     expect(deriveProviderKey(id, rule)).toBe(deriveProviderKey(id, rule));
   });
@@ -178,5 +180,65 @@ describe('deriveProviderKey', () => {
   });
   it('refuses a rule that cannot carry a safe key', () => {
     expect(() => deriveProviderKey(id, { maxLength: 10, charset: 'a-z0-9' })).toThrow(InvalidIdError);
+  });
+});
+
+describe('deriveProviderKey is injective: two ids (or revisions) never share a key', () => {
+  // Every key rule an adapter declares, with the shortest room a rule may leave.
+  const rules = [
+    { maxLength: 255, charset: 'A-Za-z0-9._:/-', prefix: 'rs-' },
+    { maxLength: 256, charset: 'A-Za-z0-9._:/-', prefix: 'rs-email-' },
+    { maxLength: 100, charset: 'a-z0-9._:/-' },
+    { maxLength: 64, charset: 'A-Za-z0-9-', prefix: 'rs-' },
+    { maxLength: 64, charset: 'A-Za-z0-9_-', prefix: 'rs-' },
+    { maxLength: 19, charset: 'a-z0-9-', prefix: 'k-' },
+  ];
+  const idArb = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/);
+  const sourceArb = fc
+    .tuple(idArb, fc.integer({ min: 1, max: 12 }))
+    .map(([id, r]) => revisionKeySource(id as never, r));
+  const digestOf = (source: string, rule: (typeof rules)[number]) =>
+    sha256Hex(source).slice(0, Math.min(rule.maxLength - (rule.prefix ?? '').length, 64));
+
+  it('an id spelt as the digest of another id (or revision) gets a key of its own', () => {
+    for (const rule of rules) {
+      const revised = revisionKeySource(asBusinessOperationId('order-1'), 2);
+      const lookalike = asBusinessOperationId(digestOf(revised, rule));
+      expect(deriveProviderKey(lookalike, rule)).not.toBe(deriveProviderKey(revised, rule));
+    }
+  });
+
+  it('ids that differ only in case: readable keys only where the provider is known to tell case apart', () => {
+    const rule = rules[0]!;
+    const [upper, lower] = [asBusinessOperationId('Order-1'), asBusinessOperationId('order-1')];
+    expect(deriveProviderKey(lower, rule)).toBe('rs-order-1');
+    expect(deriveProviderKey(upper, rule)).toMatch(/^rs-[0-9a-f]{64}$/);
+    expect(deriveProviderKey(upper, { ...rule, caseSensitive: true })).toBe('rs-Order-1');
+  });
+
+  it('distinct sources give distinct keys, near-collisions included (property)', () => {
+    // b is a's near neighbour: case flipped, a character appended, the digest of a, or a long common prefix.
+    const neighbour = fc.oneof(
+      sourceArb.map((a) => [a, a.toUpperCase()] as const),
+      sourceArb.map((a) => [a, a.toLowerCase()] as const),
+      sourceArb.map((a) => [a, `${a}0`] as const),
+      fc.tuple(sourceArb, fc.nat(5)).map(([a, i]) => [a, digestOf(a, rules[i]!)] as const),
+      fc
+        .tuple(idArb, idArb)
+        .map(([p, s]) => [`${p}${'x'.repeat(200)}`.slice(0, 200), `${p}${'x'.repeat(199)}${s}`.slice(0, 200)] as const),
+      fc.tuple(sourceArb, sourceArb),
+    );
+    fc.assert(
+      fc.property(neighbour, fc.nat(5), ([a, b], i) => {
+        fc.pre(a !== b);
+        const rule = rules[i]!;
+        // A rule that does not know the provider tells case apart: keys differ even to a provider that folds case.
+        const folded = (r: ProviderKeyRule) => deriveProviderKey(a as never, r).toLowerCase();
+        expect(folded(rule)).not.toBe(deriveProviderKey(b as never, rule).toLowerCase());
+        const exact = { ...rule, caseSensitive: true };
+        expect(deriveProviderKey(a as never, exact)).not.toBe(deriveProviderKey(b as never, exact));
+      }),
+      { numRuns: 500 },
+    );
   });
 });

@@ -55,6 +55,8 @@ export interface ProviderKeyRule {
   charset: string;
   /** Counted in maxLength. */
   prefix?: string;
+  /** The provider is known to tell keys apart by letter case; else an id with an upper-case letter is digested. */
+  caseSensitive?: boolean;
 }
 
 /** Throws a SyntaxError when the character-class body does not compile. */
@@ -62,19 +64,24 @@ export function charsetPattern(charset: string): RegExp {
   return new RegExp(`^[${charset}]*$`);
 }
 
-/** The id itself when it fits the provider's rule, else prefix + SHA-256 digest, cut to fit. */
+/** The id itself when it fits the provider's rule, else prefix + SHA-256 digest, cut to fit. An id spelt like a
+ * digest is digested too, so a readable key never equals another id's digest key; so is one whose case a provider
+ * not known to tell case apart could fold into another id's key. */
 export function deriveProviderKey(id: BusinessOperationId, rule: ProviderKeyRule): ProviderKey {
   const prefix = rule.prefix ?? '';
   const allowed = charsetPattern(rule.charset);
   if (!allowed.test(prefix))
     throw new InvalidIdError('provider key prefix', prefix, `not within charset [${rule.charset}]`);
   const readable = prefix + id;
-  if (readable.length <= rule.maxLength && allowed.test(readable)) return readable as ProviderKey;
+  const digestLength = Math.min(rule.maxLength - prefix.length, 64);
+  const digestShaped = id.length === digestLength && /^[0-9a-f]*$/.test(id);
+  const caseSafe = rule.caseSensitive === true || !/[A-Z]/.test(id);
+  if (readable.length <= rule.maxLength && allowed.test(readable) && !digestShaped && caseSafe)
+    return readable as ProviderKey;
   const refuse = (why: string) => new InvalidIdError('provider key', readable, why);
-  const room = rule.maxLength - prefix.length;
-  if (room < 16) throw refuse(`maxLength ${rule.maxLength} leaves under 16 characters for the digest`);
+  if (digestLength < 16) throw refuse(`maxLength ${rule.maxLength} leaves under 16 characters for the digest`);
   if (!allowed.test('0123456789abcdef')) throw refuse(`charset [${rule.charset}] cannot carry a hex digest`);
-  return (prefix + sha256Hex(id).slice(0, Math.min(room, 64))) as ProviderKey;
+  return (prefix + sha256Hex(id).slice(0, digestLength)) as ProviderKey;
 }
 
 /** What revision `n`'s provider key is derived from: the id, or the id plus `#r<n>` (`#` is never in an id). */

@@ -135,7 +135,7 @@ describe('retrysafe MCP server over stdio', () => {
       keyRetention: '24h',
       lookup: true,
       lookupDelay: '1h',
-      unknowns: ['providerKey.scope', 'lookup.lateApplyBound'],
+      unknowns: ['providerKey.scope', 'providerKey.caseSensitive', 'lookup.lateApplyBound'],
     });
     expect(tools.find((t) => t.name === 'retrysafe_status')!._meta?.['retrysafe/card']).toBeUndefined();
   });
