@@ -14,7 +14,12 @@ import type { FaultProxy } from '@retrysafe/testkit';
 import { executeContext, operationIdFor } from '@retrysafe/testkit/conformance';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMsGraphAdapter, type MsGraphAdapter } from '../src/index.js';
-import { type MsGraphSandbox, type MsGraphSandboxOptions, startMsGraphSandbox } from '../src/sandbox/index.js';
+import {
+  type MsGraphSandbox,
+  type MsGraphSandboxOptions,
+  type SandboxKind,
+  startMsGraphSandbox,
+} from '../src/sandbox/index.js';
 import { eventParams, mailParams, type NetworkFaults, startGraphFaultProxy, TOKEN, taskParams } from './helpers.js';
 
 let clock: VirtualClock;
@@ -49,6 +54,14 @@ afterEach(async () => {
   await proxy?.close();
   await sandbox?.close();
 });
+
+/** The second run adopted the first one's effect: one operation, one request, one object at Graph. */
+function expectOneEffect(kind: SandboxKind, first: { businessOperationId: string }, second: object) {
+  expect(first).toMatchObject({ status: 'done', adopted: false });
+  expect(second).toMatchObject({ status: 'done', adopted: true, businessOperationId: first.businessOperationId });
+  expect(sandbox.requestCount(kind)).toBe(1);
+  expect(sandbox.count(kind)).toBe(1);
+}
 
 describe('mail.send: lost sendMail response', () => {
   it('lookup finds the mail in Sent Items ⇒ done, 0 resends, exactly one message', async () => {
@@ -195,11 +208,7 @@ describe('mail.send: definite answers', () => {
   // Graph's Create message example sends "importance": "Low" and stores "low" (the card's evidence): one mail.
   it('the same mail with importance Low on one run and low on the next ⇒ one mail, the second run adopts the first', async () => {
     const [first, second] = await twice(await setup(), 13, { importance: 'Low' }, { importance: 'low' });
-    expect(first).toMatchObject({ status: 'done', adopted: false });
-    expect(second).toMatchObject({ status: 'done', adopted: true });
-    expect(second.businessOperationId).toBe(first.businessOperationId);
-    expect(sandbox.requestCount('mail.send')).toBe(1);
-    expect(sandbox.count('mail.send')).toBe(1);
+    expectOneEffect('mail.send', first, second);
   });
 
   it('another importance is another mail ⇒ two mails', async () => {
@@ -262,11 +271,7 @@ describe('events.create: one meeting slot, spelled as the request or as Graph re
     const second = await runner.run(adapter, 'events.create', {
       params: { ...p, event: { ...p.event, start: graphSpelling(p.event.start), end: graphSpelling(p.event.end) } },
     });
-    expect(first).toMatchObject({ status: 'done', adopted: false });
-    expect(second).toMatchObject({ status: 'done', adopted: true });
-    expect(second.businessOperationId).toBe(first.businessOperationId);
-    expect(sandbox.requestCount('events.create')).toBe(1);
-    expect(sandbox.count('events.create')).toBe(1);
+    expectOneEffect('events.create', first, second);
   });
 
   it('a start of .5 and of .5000000 (as Graph returns it) ⇒ one event', async () => {
