@@ -73,6 +73,21 @@ describe('retrysafe ledger resolve --resend-with', () => {
     expect(sandbox.proxy.requests.length).toBe(before);
   });
 
+  it('once resumed with --force and done, its old packet no longer says nothing of it was applied', async () => {
+    const resumed = await cli(['ledger', 'resolve', intentNamed, '--resume', '--force', '--config', config], {
+      cwd: dir,
+    });
+    expect(resumed.code).toBe(0);
+    const again = await cli(
+      ['ledger', 'resolve', intentNamed, '--resend-with', join(dir, 'same.json'), '--config', config],
+      {
+        cwd: dir,
+      },
+    );
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).not.toMatch(/nothing of this one was applied|nothing was sent\. Close it/);
+  });
+
   it('is refused while an attempt may have been applied: a conflict naming the path, nothing sent', async () => {
     const file = join(dir, 'lost.json');
     writeFileSync(file, JSON.stringify({ ref: 'order-L', amount: 6 }));

@@ -61,9 +61,11 @@ function put(out: Record<string, unknown>, key: string, value: unknown): void {
   else out[key] = value;
 }
 
-/** An intent field, or a path beneath one. */
+/** An intent field, or a path beneath one (a member or an item: `blocks.0`, `blocks[0]`). */
 export function withinIntent(path: string, intentFields: readonly unknown[]): boolean {
-  return intentFields.some((f) => typeof f === 'string' && (path === f || path.startsWith(`${f}.`)));
+  return intentFields.some(
+    (f) => typeof f === 'string' && (path === f || path.startsWith(`${f}.`) || path.startsWith(`${f}[`)),
+  );
 }
 
 /** A missing intent field is an error (it would fold distinct intents into one); one of `optional` may be left out. */

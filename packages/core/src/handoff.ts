@@ -10,6 +10,7 @@ import type {
   SafeAction,
 } from '@retrysafe/contract';
 import { unstorable } from '@retrysafe/contract/ledger';
+import { withinIntent } from '@retrysafe/contract/rules';
 import { defined } from './defined.js';
 import { RunnerConfigurationError } from './errors/runner-configuration-error.js';
 import { namingPath } from './files.js';
@@ -68,8 +69,9 @@ export const waitsForUser = (packet: HandoffPacket, receipts: readonly Receipt[]
 
 /** Why resend-with is not offered where the provider named an intent field: its correction is another intent, so a new
  * operation (resend-with refuses it), and a revision of this one would make the effect twice beside it. */
-export const NEW_OPERATION =
-  'the provider named an intent field: a request with it corrected is another intent, a new operation the caller makes (resend-with refuses it); nothing of this one was applied, so abandon it';
+const INTENT_NAMED =
+  'the provider named an intent field: a request with it corrected is another intent, a new operation the caller makes (resend-with refuses it)';
+export const NEW_OPERATION = `${INTENT_NAMED}; nothing of this one was applied, so abandon it`;
 
 /** A packet whose fix is a new operation (NEW_OPERATION): an intent field's correction is never this one's revision. */
 export const fixIsNewOperation = (packet: HandoffPacket) =>
@@ -106,7 +108,8 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
     // Nothing applied and no object left: a resume cannot make a second effect. It is offered where the cause lies
     // outside the params; one of the params themselves is the correction's.
     if (!refusedBeforeProcessing(input.receipts)) {
-      if (namesIntentField(input)) return resume(false, `as is, it will be refused again: ${NEW_OPERATION}`);
+      if (intentFieldFix(input) === NEW_OPERATION)
+        return resume(false, `as is, it will be refused again: ${NEW_OPERATION}`);
       const notFound = input.receipts.findLast(isSend)?.rejectReason === 'not-found';
       return resume(false, notFound ? RESUME_WHY.notFound : RESUME_WHY.rejected);
     }
@@ -127,13 +130,17 @@ function resumeAction(input: PacketInput, created: string | undefined): SafeActi
     : resume(true, RESUME_WHY.notApplied);
 }
 
-/** The last rejection named a field at or beneath an intent field: its correction is a new operation (NEW_OPERATION). */
-function namesIntentField({ correction, receipts }: PacketInput): boolean {
-  const intent = correction?.card.businessOperationId.intentFields ?? [];
+/** Why resend-with is not offered where the last rejection named an intent field (its correction is another
+ * intent): abandon this one only where nothing may have applied and the params, not the access, are at fault. */
+function intentFieldFix(input: PacketInput): string | null {
+  const { correction, receipts, record } = input;
+  const card = correction?.card;
+  const { intentFields = [], optionalIntentFields = [] } = card?.businessOperationId ?? {};
   const named = receipts.at(-1)?.fields ?? [];
-  return named.some((f) =>
-    intent.some((i) => f.path === i || f.path.startsWith(`${i}.`) || f.path.startsWith(`${i}[`)),
-  );
+  if (!card || !named.some((f) => withinIntent(f.path, [...intentFields, ...optionalIntentFields]))) return null;
+  if (notAppliedMayHaveLanded(card, record.providerKey, receipts)) return `${INTENT_NAMED}; ${RESUME_WHY.keyMayHold}`;
+  if (receipts.findLast(isSend)?.rejectReason === 'not-found') return `${INTENT_NAMED}; ${RESUME_WHY.notFound}`;
+  return NEW_OPERATION;
 }
 
 function nextActions(input: PacketInput, created: string | undefined): SafeAction[] {
@@ -144,8 +151,8 @@ function nextActions(input: PacketInput, created: string | undefined): SafeActio
     correction !== null &&
     correctionCheck(receipts, record, correction).ok
   ) {
-    if (namesIntentField(input))
-      return [...actions, { action: 'resend-with', safe: false, why: NEW_OPERATION }, ...closeActions(created)];
+    const fix = intentFieldFix(input);
+    if (fix) return [...actions, { action: 'resend-with', safe: false, why: fix }, ...closeActions(created)];
     // Which key the revision takes (supersede in runner/claim.ts), so a person can tell what the provider will see.
     const key =
       record.providerKey === null

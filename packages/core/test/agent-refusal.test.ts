@@ -177,6 +177,24 @@ describe('a rejection naming an intent field: its correction is a new operation,
   });
 });
 
+describe('a not-found rejection naming an intent field: the object may exist out of reach, so nothing says abandon it', () => {
+  it("the packet keeps not-found's way out (fix the access, resume --force) and resend-with says only that a correction is another intent", async () => {
+    const { runner, ledger, tool } = rejectingTool({
+      reason: 'not-found',
+      message: 'no such order',
+      fields: [{ path: 'ref', message: 'unknown' }],
+    });
+    const first = await callAgentTool(agentRunner(runner), tool, { ref: 'o-62', note: 'a' });
+    expect(first.status).toBe('needs-human');
+    expect(first.message).not.toMatch(/abandons this one/);
+    const { handoff } = (await operationStatus(ledger, first.businessOperationId!))!;
+    const action = (name: string) => handoff!.safeNextActions.find((a) => a.action === name);
+    expect(action('resume')).toMatchObject({ safe: false, why: expect.stringMatching(/fix the access, then resume/) });
+    expect(action('resend-with')).toMatchObject({ safe: false, why: expect.stringMatching(/another intent/) });
+    expect(action('resend-with')!.why).not.toMatch(/abandon it/);
+  });
+});
+
 /** A rejection nothing applied: the agent's correction is a new revision. */
 const NOTE_TOO_LONG = {
   reason: 'validation',

@@ -110,7 +110,9 @@ export async function ledgerResolve(
         // out again once its cause is fixed. After one that may have applied, the provider is checked first.
         const rejected = stored?.handoff?.reason === 'rejected' && marksSafe(stored.handoff, 'resend-with');
         // The provider named an intent field: nothing applied, and its correction is another operation, not this one's.
-        const newOperation = stored?.handoff ? fixIsNewOperation(stored.handoff) : false;
+        // Only the packet of a hand-off still open speaks for the operation: a resume keeps the old one on the record.
+        const newOperation =
+          stored?.state === 'handed-off' && stored.handoff ? fixIsNewOperation(stored.handoff) : false;
         if (opts.resume && stored !== null && !isTerminal(stored) && !dryRun)
           return resumeOpen(runner, { adapters, by, handoffAt: opts.handoffAt }, stored, targetFlags(opts));
         // Bound to the packet decided on (else the one read here): never applied to a later hand-off.
