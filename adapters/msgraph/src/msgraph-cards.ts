@@ -57,8 +57,11 @@ const lateApplyNote = (effect: string, source: string) =>
 // Graph's error page lists what a 4xx means, not whether a rejected request can still leave what it asked for.
 const rejectionLeaves = (what: string) =>
   fact<boolean>('unknown', `${S.errors}: does not say whether a rejected request can leave ${what}`);
-const rejectionNote = (what: string) =>
-  note('sideEffect.rejectionMayCreate', `whether a request Graph rejects can still leave ${what}`, S.errors);
+/** What every Graph create leaves unverified: whether a rejection can leave its object, how late it may still apply. */
+const createNotes = (what: string, effect: string, source: string) => [
+  note('sideEffect.rejectionMayCreate', `whether a request Graph rejects can still leave ${what}`, S.errors),
+  lateApplyNote(effect, source),
+];
 
 type Spec = Omit<
   RetrySafetyCard,
@@ -207,8 +210,7 @@ export const mailSendCard = msGraphCard({
   handoff:
     'an unknown outcome (timeout, reset, 5xx, lost 202) whose mail is not found in Sent Items within the lookup window — the runner never resends blindly',
   unverified: [
-    rejectionNote('a sent mail'),
-    lateApplyNote('send and save the message', S.sendMail),
+    ...createNotes('a sent mail', 'send and save the message', S.sendMail),
     note(
       'lookup.consistencyDelay',
       'how long after a 202 the mail appears in Sent Items (202 = accepted, not delivered; it reaches Sent Items after transport)',
@@ -296,14 +298,9 @@ export const eventsCreateCard = msGraphCard({
   handoff:
     'an unknown outcome whose event is not found within the lookup window (a resend with the same transactionId is not relied on: its effect is unknown)',
   unverified: [
-    rejectionNote('an event'),
-    lateApplyNote('create the event', S.createEvent),
+    ...createNotes('an event', 'create the event', S.createEvent),
     note('providerKey.maxLength', 'maximum transactionId length', S.event),
-    note(
-      'providerKey.caseSensitive',
-      'whether Graph tells transactionIds apart by letter case (an id with an upper-case letter is sent as a digest)',
-      S.event,
-    ),
+    note('providerKey.caseSensitive', 'whether Graph tells transactionIds apart by letter case', S.event),
     note('providerKey.charset', 'characters allowed in transactionId', S.event),
     note('providerKey.scope', 'whether transactionId is unique per mailbox, per calendar or per app', S.providers),
     note('parameterMatching', 'what a second POST with the same transactionId and other fields does', S.providers),
@@ -400,8 +397,7 @@ export const todoTasksCreateCard = msGraphCard({
     'the runner, through doLookup: GET /{mailbox}/todo/lists/{listId}/tasks?$filter=linkedResources/any(r: r/applicationName eq \'retrysafe\' and r/externalId eq \'<business-operation id>\') (a link the caller gives in retrysafe’s name is dropped, so only this adapter’s tag matches), with $expand=linkedResources; the one match whose link carries exactly this id is adopted, two are "cannot tell"; an empty or refused answer is "cannot tell"',
   handoff: 'an unknown outcome whose task is not found within the lookup window',
   unverified: [
-    rejectionNote('a task'),
-    lateApplyNote('create the task', S.createTask),
+    ...createNotes('a task', 'create the task', S.createTask),
     note('lookup.consistencyDelay', 'how soon a created task is visible to a list query', S.listTasks),
     note(
       'lookup.method',
