@@ -13,14 +13,19 @@ import { tempDir } from './fixtures/temp-dir.js';
 async function drillStalling(stalls: number) {
   const base = sandboxDrill('stall', forgetful, { outDir: tempDir('drill-stall-'), timeoutMs: 400 });
   let armed = false;
-  const adapter = (inner: AdapterV1) =>
-    wrapAdapter(inner, {
+  // Each run builds its adapter: the stall is armed at its first send only, so a run that sends again (a retry, the
+  // changed call) never spends the next run's stall.
+  const adapter = (inner: AdapterV1) => {
+    let first = true;
+    return wrapAdapter(inner, {
       doExecute(op, params, ctx) {
-        armed = stalls-- > 0;
+        if (first) armed = stalls-- > 0;
+        first = false;
         return inner.doExecute(op, params, ctx);
       },
       doLookup: (op, ctx) => inner.doLookup(op, ctx),
     });
+  };
   const stallOnce = () => {
     if (armed) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 800);
     armed = false;
