@@ -164,7 +164,7 @@ function gitHubCard(spec: {
 /** How the id reads owner and repo: the repository GitHub resolves them to (a renamed one answers under its old name),
  * and where the create and its lookup then go: that id, which a name passing to another repository does not move. */
 const repository = (thing: string) =>
-  `owner and repo (as the id of the repository GET /repos resolves them to before the claim and before every later send or lookup; the create and its lookup go to /repositories/{id}/…, the address GitHub's own pagination links give a repository (${SOURCES.pagination}), so a name that passes to another repository in between never gets the ${thing}; to /repos/{owner}/{repo}/… only under an intent the caller gives)`;
+  `owner and repo (as the id of the repository GET /repos resolves them to before the claim and before every later send or lookup; the create and its lookup go to /repositories/{id}/…, the address GitHub's own pagination links give a repository (${SOURCES.pagination}; the REST reference lists only /repos/{owner}/{repo}/…, so a refusal of the address would be a 404 handed off, never a second ${thing}), so a name that passes to another repository in between never gets the ${thing}; to /repos/{owner}/{repo}/… only under an intent the caller gives)`;
 
 export const issuesCreateCard = defineCard(
   gitHubCard({
